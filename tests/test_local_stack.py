@@ -42,9 +42,7 @@ def _assert_finish_consistent(finish_reason: str, token_ids: list[int], max_toke
         assert len(token_ids) == max_tokens
     else:
         assert finish_reason == "stop"
-        assert token_ids[-1] == QWEN3_EOS, (
-            "a stop on this model is its EOS, which vLLM returns as the last id"
-        )
+        assert token_ids[-1] == QWEN3_EOS, "a stop on this model is its EOS, which vLLM returns as the last id"
 
 
 @pytest.mark.server
@@ -143,7 +141,4 @@ def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
     child_pid = int(child_pid_file.read_text())
     process.stop(grace_s=5)
     assert not process.alive()
-    assert (
-        not Path(f"/proc/{child_pid}").exists()
-        or "Z" in Path(f"/proc/{child_pid}/stat").read_text().split()[2]
-    )
+    assert not Path(f"/proc/{child_pid}").exists() or "Z" in Path(f"/proc/{child_pid}/stat").read_text().split()[2]

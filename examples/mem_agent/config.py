@@ -1,0 +1,194 @@
+"""Every MemAgent knob, read from `MEM_*` environment variables once and validated.
+
+Environment variables are the one channel that reaches a hook inside the trainer's Ray actors
+unchanged (slime and vime pass `--runtime-env-json` env vars to every worker), so they are the
+settings interface for training, evaluation and the CLIs alike. Python owns every default: the
+shell scripts forward only what the user set. The README's settings table is generated from
+`SETTINGS` and a test keeps the two identical.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting has a value we cannot use; the message names the variable and the fix."""
+
+
+class AgentMode(StrEnum):
+    MEMAGENT = "memagent"
+    REMEMR1 = "rememr1"
+
+
+class RetrieverKind(StrEnum):
+    RECALL = "recall"
+    TFIDF = "tfidf"
+    BM25 = "bm25"
+
+
+class ProtocolChoice(StrEnum):
+    AUTO = "auto"
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    OPENAI = "openai"
+
+
+@dataclass(frozen=True)
+class Setting:
+    env: str
+    field: str
+    default: Any
+    kind: str  # how the value is parsed; shown in the README table
+    doc: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("MEM_CHUNK_TOKENS", "chunk_tokens", 5000, "positive int", "Document tokens per memory turn."),
+    Setting("MEM_MAX_MEMORY", "max_memory_tokens", 1024, "positive int", "Max new tokens of a memory turn."),
+    Setting("MEM_MAX_FINAL", "max_final_tokens", 1024, "positive int", "Max new tokens of the final answer."),
+    Setting(
+        "MEM_MAX_CHUNKS",
+        "max_chunks",
+        0,
+        "int >= 0",
+        "Chunk cap per document; 0 = no cap. Longer documents keep their first and last halves.",
+    ),
+    Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
+    Setting("MEM_THINKING", "thinking", False, "0|1", "Qwen3 thinking; its `<think>` text never enters memory."),
+    Setting("MEM_ADV_STD_NORM", "adv_std_norm", False, "0|1", "Divide GRPO advantages by the group std."),
+    Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
+    Setting("MEM_RETRIEVER", "retriever", RetrieverKind.RECALL, "recall|tfidf|bm25", "ReMemR1 recall scorer."),
+    Setting("MEM_REQUEST_TIMEOUT", "request_timeout_s", 600.0, "positive float", "Seconds per request."),
+    Setting("MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect."),
+    Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure."),
+    Setting(
+        "MEM_PROTOCOL",
+        "protocol",
+        ProtocolChoice.AUTO,
+        "auto|vllm|sglang|openai",
+        "Inference API; auto = the host trainer's.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class MemAgentConfig:
+    chunk_tokens: int = 5000
+    max_memory_tokens: int = 1024
+    max_final_tokens: int = 1024
+    max_chunks: int = 0
+    mode: AgentMode = AgentMode.MEMAGENT
+    thinking: bool = False
+    adv_std_norm: bool = False
+    rememr1_alpha: float = 0.8
+    retriever: RetrieverKind = RetrieverKind.RECALL
+    request_timeout_s: float = 600.0
+    connect_timeout_s: float = 10.0
+    max_retries: int = 3
+    protocol: ProtocolChoice = ProtocolChoice.AUTO
+
+    def __post_init__(self) -> None:
+        for setting in SETTINGS:
+            value = getattr(self, setting.field)
+            if setting.kind in _ENUMS:  # accept plain strings from callers; store the enum
+                object.__setattr__(self, setting.field, _as_enum(setting, value))
+            else:
+                _check(setting, value)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemAgentConfig:
+        """Settings from `environ` (default: the process environment); `overrides` win over both."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            raw = environ.get(setting.env)
+            if raw is not None and raw.strip() != "":
+                values[setting.field] = _parse(setting, raw.strip())
+        values.update(overrides)
+        return cls(**values)
+
+    @property
+    def chunk_cap_tokens(self) -> int | None:
+        return self.max_chunks * self.chunk_tokens if self.max_chunks else None
+
+
+def _fail(setting: Setting, raw: object) -> ConfigError:
+    return ConfigError(f"{setting.env}={raw} must be {_DESCRIPTIONS[setting.kind]} (default {_shown(setting)})")
+
+
+def _shown(setting: Setting) -> str:
+    default = setting.default
+    return ("1" if default else "0") if isinstance(default, bool) else str(default)
+
+
+_DESCRIPTIONS = {
+    "positive int": "a positive integer",
+    "int >= 0": "an integer >= 0",
+    "positive float": "a positive number",
+    "float in [0,1]": "a number between 0 and 1",
+    "0|1": "0 or 1",
+    "memagent|rememr1": "one of memagent, rememr1",
+    "recall|tfidf|bm25": "one of recall, tfidf, bm25",
+    "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
+}
+
+_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+_ENUMS: dict[str, type[StrEnum]] = {
+    "memagent|rememr1": AgentMode,
+    "recall|tfidf|bm25": RetrieverKind,
+    "auto|vllm|sglang|openai": ProtocolChoice,
+}
+
+
+def _parse(setting: Setting, raw: str) -> Any:
+    parsers: dict[str, Callable[[str], Any]] = {
+        "positive int": int,
+        "int >= 0": int,
+        "positive float": float,
+        "float in [0,1]": float,
+        "0|1": lambda text: _BOOLEANS[text.lower()],
+    }
+    try:
+        if setting.kind in _ENUMS:
+            return _as_enum(setting, raw)
+        value = parsers[setting.kind](raw)
+        _check(setting, value)
+        return value
+    except (ValueError, KeyError):  # ConfigError included: report the text as the user wrote it
+        raise _fail(setting, raw) from None
+
+
+def _as_enum(setting: Setting, value: Any) -> StrEnum:
+    try:
+        return _ENUMS[setting.kind](str(value).lower())
+    except ValueError:
+        raise _fail(setting, value) from None
+
+
+def _check(setting: Setting, value: Any) -> None:
+    kind = setting.kind
+    if kind == "0|1":
+        ok = isinstance(value, bool)
+    elif kind in ("positive int", "int >= 0"):
+        minimum = 1 if kind == "positive int" else 0
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+    elif kind == "positive float":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    else:  # float in [0,1]
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+    if not ok:
+        raise _fail(setting, value)
+
+
+def settings_table_markdown() -> str:
+    """The README's settings table, generated so documentation and code cannot drift apart."""
+    rows = ["| variable | default | values | meaning |", "|---|---|---|---|"]
+    for setting in SETTINGS:
+        values = setting.kind.replace("|", r" \| ")  # a bare pipe would split the table cell
+        rows.append(f"| `{setting.env}` | `{_shown(setting)}` | {values} | {setting.doc} |")
+    return "\n".join(rows)

@@ -1,0 +1,48 @@
+"""Chunking: views into one token array, and the first-and-last-halves cap, recorded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mem_agent.chunking import plan_chunks
+
+
+def test_chunks_cover_the_document_in_order_without_copies():
+    tokens = np.arange(1000, dtype=np.int32)
+    plan = plan_chunks(tokens, chunk_tokens=300)
+    assert plan.num_chunks == 4 and plan.dropped_tokens == 0 and plan.context_tokens == 1000
+    chunks = [plan.chunk(i) for i in range(plan.num_chunks)]
+    assert [len(chunk) for chunk in chunks] == [300, 300, 300, 100]
+    assert np.array_equal(np.concatenate(chunks), tokens)
+    assert all(np.shares_memory(chunk, tokens) for chunk in chunks), "chunks are views, not copies"
+
+
+def test_empty_document_has_no_chunks():
+    plan = plan_chunks(np.zeros(0, dtype=np.int32), chunk_tokens=10)
+    assert plan.num_chunks == 0
+
+
+def test_cap_keeps_first_and_last_halves_and_records_what_it_dropped():
+    tokens = np.arange(1000, dtype=np.int32)
+    plan = plan_chunks(tokens, chunk_tokens=100, max_chunks=3)
+    assert plan.num_chunks == 3 and plan.context_tokens == 1000 and plan.dropped_tokens == 700
+    kept = np.concatenate([plan.chunk(i) for i in range(3)])
+    assert np.array_equal(kept, np.concatenate([np.arange(150), np.arange(850, 1000)]))
+
+
+def test_cap_does_nothing_when_the_document_fits():
+    tokens = np.arange(300, dtype=np.int32)
+    plan = plan_chunks(tokens, chunk_tokens=100, max_chunks=3)
+    assert plan.dropped_tokens == 0 and plan.tokens is tokens
+
+
+@pytest.mark.parametrize(("chunk_tokens", "max_chunks"), [(0, 0), (-1, 0), (10, -1)])
+def test_invalid_plans_are_refused(chunk_tokens, max_chunks):
+    with pytest.raises(ValueError):
+        plan_chunks(np.arange(10, dtype=np.int32), chunk_tokens=chunk_tokens, max_chunks=max_chunks)
+
+
+def test_chunk_index_out_of_range_is_an_error():
+    with pytest.raises(IndexError):
+        plan_chunks(np.arange(10, dtype=np.int32), chunk_tokens=5).chunk(2)

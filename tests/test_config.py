@@ -1,0 +1,99 @@
+"""Settings: defaults, parsing from the environment, and one-line errors that name the variable."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from mem_agent.config import (
+    SETTINGS,
+    AgentMode,
+    ConfigError,
+    MemAgentConfig,
+    RetrieverKind,
+    settings_table_markdown,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_defaults_are_the_memagent_recipe():
+    config = MemAgentConfig.from_env({})
+    assert (config.chunk_tokens, config.max_memory_tokens, config.max_final_tokens) == (5000, 1024, 1024)
+    assert config.max_chunks == 0 and config.chunk_cap_tokens is None
+    assert config.mode is AgentMode.MEMAGENT and config.thinking is False
+
+
+def test_every_setting_maps_to_one_config_field_in_order():
+    assert [s.field for s in SETTINGS] == [f.name for f in fields(MemAgentConfig)]
+    assert len({s.env for s in SETTINGS}) == len(SETTINGS)
+    for setting in SETTINGS:
+        assert getattr(MemAgentConfig(), setting.field) == setting.default, setting.env
+
+
+def test_values_are_read_from_the_environment():
+    env = {
+        "MEM_CHUNK_TOKENS": " 256 ",
+        "MEM_MAX_CHUNKS": "8",
+        "MEM_MODE": "ReMemR1",
+        "MEM_THINKING": "true",
+        "MEM_RETRIEVER": "bm25",
+        "MEM_REMEMR1_ALPHA": "1",
+        "MEM_REQUEST_TIMEOUT": "2.5",
+    }
+    config = MemAgentConfig.from_env(env)
+    assert config.chunk_tokens == 256 and config.max_chunks == 8 and config.chunk_cap_tokens == 2048
+    assert config.mode is AgentMode.REMEMR1 and config.thinking is True
+    assert config.retriever is RetrieverKind.BM25 and config.rememr1_alpha == 1.0
+    assert config.request_timeout_s == 2.5
+
+
+def test_empty_variables_mean_the_default():
+    assert MemAgentConfig.from_env({"MEM_CHUNK_TOKENS": "", "MEM_MODE": "  "}) == MemAgentConfig()
+
+
+def test_keyword_overrides_win_over_the_environment():
+    config = MemAgentConfig.from_env({"MEM_CHUNK_TOKENS": "100"}, chunk_tokens=64, mode="rememr1")
+    assert config.chunk_tokens == 64 and config.mode is AgentMode.REMEMR1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("MEM_CHUNK_TOKENS", "0", "MEM_CHUNK_TOKENS=0 must be a positive integer (default 5000)"),
+        ("MEM_CHUNK_TOKENS", "-5", "MEM_CHUNK_TOKENS=-5 must be a positive integer (default 5000)"),
+        ("MEM_CHUNK_TOKENS", "5k", "MEM_CHUNK_TOKENS=5k must be a positive integer (default 5000)"),
+        ("MEM_MAX_MEMORY", "1.5", "MEM_MAX_MEMORY=1.5 must be a positive integer (default 1024)"),
+        ("MEM_MAX_FINAL", "0", "MEM_MAX_FINAL=0 must be a positive integer (default 1024)"),
+        ("MEM_MAX_CHUNKS", "-1", "MEM_MAX_CHUNKS=-1 must be an integer >= 0 (default 0)"),
+        ("MEM_MODE", "memgpt", "MEM_MODE=memgpt must be one of memagent, rememr1 (default memagent)"),
+        ("MEM_THINKING", "2", "MEM_THINKING=2 must be 0 or 1 (default 0)"),
+        ("MEM_REMEMR1_ALPHA", "1.2", "MEM_REMEMR1_ALPHA=1.2 must be a number between 0 and 1 (default 0.8)"),
+        ("MEM_REQUEST_TIMEOUT", "0", "MEM_REQUEST_TIMEOUT=0 must be a positive number (default 600.0)"),
+        ("MEM_MAX_RETRIES", "many", "MEM_MAX_RETRIES=many must be an integer >= 0 (default 3)"),
+        (
+            "MEM_PROTOCOL",
+            "grpc",
+            "MEM_PROTOCOL=grpc must be one of auto, vllm, sglang, openai (default auto)",
+        ),
+    ],
+)
+def test_bad_values_are_one_line_errors_naming_the_variable(variable, value, message):
+    with pytest.raises(ConfigError) as error:
+        MemAgentConfig.from_env({variable: value})
+    assert str(error.value) == message
+    assert "\n" not in str(error.value)
+
+
+def test_bad_values_from_code_are_rejected_too():
+    with pytest.raises(ConfigError, match="MEM_CHUNK_TOKENS=0"):
+        MemAgentConfig(chunk_tokens=0)
+    with pytest.raises(ConfigError, match="MEM_THINKING=1"):
+        MemAgentConfig(thinking=1)  # type: ignore[arg-type]
+
+
+def test_readme_settings_table_is_the_generated_one():
+    """The README documents exactly the settings the code reads, with the code's defaults."""
+    assert settings_table_markdown() in README.read_text()
