@@ -13,6 +13,7 @@ memory only and answers inside \\boxed{}. A mode (`MEM_MODE`) plugs in through `
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -152,7 +153,14 @@ class MemoryAgent:
         context: str | np.ndarray,
         generate: Generate,
         sampling: SamplingParams,
+        on_turn: Callable[[Turn], None] | None = None,
+        keep_prompt_ids: bool = True,
     ) -> Trajectory:
+        """Run every turn for one document; `on_turn` sees each turn as it completes (progress, logs).
+
+        Evaluation passes `keep_prompt_ids=False`: prompts of a 900K-token document add up to as
+        much memory as the document itself, and only training needs them after the request.
+        """
         problem_ids = await self.tokenize(problem)
         context_ids = await self.tokenize(context) if isinstance(context, str) else context
         plan = plan_chunks(np.asarray(context_ids, dtype=TOKEN_DTYPE), self.config.chunk_tokens, self.config.max_chunks)
@@ -165,7 +173,7 @@ class MemoryAgent:
         )
         planner = self.new_planner(problem_ids)
         try:
-            await self._run_turns(plan, planner, generate, sampling, trajectory)
+            await self._run_turns(plan, planner, generate, sampling, _Recorder(trajectory, on_turn, keep_prompt_ids))
         except GenerationError as error:
             trajectory.status = TrajectoryStatus.FAILED
             trajectory.error = error.reason
@@ -177,22 +185,37 @@ class MemoryAgent:
         planner: TurnPlanner,
         generate: Generate,
         sampling: SamplingParams,
-        trajectory: Trajectory,
+        recorder: _Recorder,
     ) -> None:
+        trajectory = recorder.trajectory
         for step in range(plan.num_chunks):
             prompt = planner.memory_prompt(step, plan.chunk(step))
             remaining = plan.num_chunks - step + 1
             completion = await generate(prompt, self.config.max_memory_tokens, sampling, priority=remaining)
             memory = self.cleaner.visible_ids(completion.token_ids)
             extras = planner.after_memory_turn(step, memory, completion)
-            trajectory.turns.append(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory, extras))
+            recorder.add(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory, extras))
             if completion.finish_reason is FinishReason.ABORT:
                 trajectory.status = TrajectoryStatus.ABORTED
                 return
         prompt = planner.final_prompt()
         completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
-        trajectory.turns.append(Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory))
+        recorder.add(Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory))
         if completion.finish_reason is FinishReason.ABORT:
             trajectory.status = TrajectoryStatus.ABORTED
             return
         trajectory.answer = self.cleaner.text(completion.token_ids)
+
+
+@dataclass
+class _Recorder:
+    trajectory: Trajectory
+    on_turn: Callable[[Turn], None] | None
+    keep_prompt_ids: bool
+
+    def add(self, turn: Turn) -> None:
+        self.trajectory.turns.append(turn)
+        if self.on_turn is not None:
+            self.on_turn(turn)
+        if not self.keep_prompt_ids:
+            turn.prompt_ids = turn.prompt_ids[:0]

@@ -10,9 +10,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def post_json(url: str, body: dict[str, Any], timeout_s: float = 120.0) -> dict[str, Any]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with _OPENER.open(request, timeout=timeout_s) as response:
         return json.load(response)
 

@@ -1,0 +1,36 @@
+"""Whole files written atomically: a crash leaves the old file or the new one, never half of one.
+
+Outputs are written to a temporary file in the same folder (same filesystem, so the rename is
+atomic), flushed and fsynced, then renamed over the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Yield a file to write; it replaces `path` only if the block finishes without an error."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, mode, encoding=None if "b" in mode else encoding) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        Path(temporary).replace(path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    with atomic_output(path) as handle:
+        handle.write(text)

@@ -1,0 +1,64 @@
+"""Results on disk: one line per item after any crash and resume, failures counted as wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mem_agent.eval_results import ResultStore, read_results, summarize
+
+
+def _record(item_id: str, status: str = "completed", **metrics: float) -> dict:
+    return {"id": item_id, "status": status, **metrics}
+
+
+def test_results_are_appended_one_line_each_and_read_back(tmp_path):
+    store = ResultStore.open(tmp_path / "r.jsonl")
+    store.append(_record("a", sub_em=1.0))
+    store.append(_record("b", status="failed"))
+    assert [r["id"] for r in read_results(store.path)] == ["a", "b"]
+    assert store.done == {"a"}, "only completed items need no more work"
+
+
+def test_resume_keeps_completed_drops_failed_and_repairs_a_cut_last_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    lines = [json.dumps(_record("a")), json.dumps(_record("b", status="failed")), json.dumps(_record("c"))]
+    path.write_text("\n".join(lines) + "\n" + '{"id": "d", "stat')
+    store = ResultStore.open(path)
+    assert store.done == {"a", "c"}
+    assert store.report.repaired_partial_line and store.report.dropped_failed == 1 and store.report.kept == 2
+    assert path.read_text().splitlines() == [lines[0], lines[2]]
+
+
+def test_resume_drops_duplicates_and_garbage_lines(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(
+        "\n".join([json.dumps(_record("a", sub_em=1.0)), json.dumps(_record("a", sub_em=0.0)), "not json", "{}"]) + "\n"
+    )
+    store = ResultStore.open(path)
+    records = read_results(path)
+    assert [r["id"] for r in records] == ["a"] and records[0]["sub_em"] == 1.0
+    assert store.report.dropped_duplicates == 1 and store.report.dropped_invalid == 2
+
+
+def test_force_starts_from_an_empty_file(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(_record("a")) + "\n")
+    store = ResultStore.open(path, force=True)
+    assert store.done == set() and path.read_text() == ""
+
+
+def test_summary_counts_failed_and_missing_items_as_wrong():
+    records = [
+        _record("a", sub_em=1.0, em=1.0, f1=1.0, strict=1.0, context_tokens=100),
+        _record("b", sub_em=1.0, em=0.0, f1=0.5, strict=0.0, context_tokens=300),
+        _record("c", status="failed"),
+    ]
+    summary = summarize(records, expected=4)
+    assert (summary["items"], summary["completed"], summary["failed"], summary["missing"]) == (4, 2, 1, 1)
+    assert summary["sub_em"] == pytest.approx(50.0)
+    assert summary["em"] == pytest.approx(25.0)
+    assert summary["f1"] == pytest.approx(37.5)
+    assert summary["strict"] == pytest.approx(25.0)
+    assert summary["mean_context_tokens"] == pytest.approx(200.0), "items that never tokenised do not count"
