@@ -72,6 +72,8 @@ def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
     for x, (_, y, label) in zip(xs, points, strict=True):
         axes.annotate(f"{label} docs", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     axes.set_xscale("log")
+    axes.set_xticks(xs, [_tokens_label(x) for x in xs])
+    axes.minorticks_off()
     axes.set_ylim(0, 100)
     axes.set_xlabel("context length (tokens, log scale)")
     axes.set_ylabel("sub_em x 100")
@@ -81,3 +83,9 @@ def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
     with atomic_output(path, mode="wb") as handle:
         figure.savefig(handle, format="png")
     plt.close(figure)
+
+
+def _tokens_label(tokens: float) -> str:
+    if tokens >= 1e6:
+        return f"{tokens / 1e6:.1f}M"
+    return f"{tokens / 1e3:.0f}K" if tokens >= 1e3 else f"{tokens:.0f}"

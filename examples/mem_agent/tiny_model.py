@@ -4,12 +4,14 @@ Built deterministically from a seed and cached by content key, so the demo, the 
 benchmarks all talk to the same 50 MB model and only the first run pays the ~10 s build.
 
 A uniformly random Qwen3 almost never samples its end-of-sequence token (1 in 151936), so every
-response would run to `max_tokens`. To make responses end on their own, like a real policy's, one
-residual channel is held constant (every input embedding has 1.0 in channel 0) and only the EOS
-row of the untied output head reads it. After RMSNorm that channel is about sqrt(hidden) wide, so
-`eos_logit_gain` sets a near-constant EOS probability per step (1.05 -> about 1 in 50, so responses
-are geometric with a mean near 50 tokens). The text it writes is gibberish: tests assert structure,
-never content.
+response would run to `max_tokens`; and sharpening by temperature 0.7 (MemAgent's evaluation
+setting) would make any single favoured token dominate. So one residual channel is held constant
+(every input embedding has 1.0 in channel 0) and only a small vocabulary reads it from the untied
+output head: about 65 common English words and EOS, all with the same gain. After RMSNorm that
+channel is about sqrt(hidden) wide, so this set holds ~96% of the probability at temperature 1
+(~98% at 0.7), and EOS, one member of it, is sampled about 1.5% of the time at either temperature:
+responses end on their own with a geometric length near 65 tokens, in word salad such as "the
+city of was born river". The text is still nonsense: tests assert structure, never content.
 
 vLLM's CPU attention needs head_dim >= 32.
 """
@@ -30,7 +32,12 @@ QWEN3_VOCAB = 151936
 QWEN3_EOS = 151645  # <|im_end|>
 QWEN3_PAD = 151643  # <|endoftext|>
 DEFAULT_CACHE_DIR = Path("~/.cache/mem_agent")
-_FORMAT_VERSION = 1  # bump when the construction below changes
+_FORMAT_VERSION = 2  # bump when the construction below changes
+COMMON_WORDS = (
+    "the of and to in is was for on with as by at from that this it be are an or his her their city river town "
+    "born founded company film year first new he she which who where when what after before during under over "
+    "between most also only other into than then there these they its our one two three four five six"
+).split()
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,7 @@ class TinyQwen3Spec:
     num_kv_heads: int = 1
     head_dim: int = 32
     max_position_embeddings: int = 40960
-    eos_logit_gain: float = 1.05
+    vocabulary_gain: float = 1.5
 
     def cache_key(self, tokenizer_dir: Path) -> str:
         digest = hashlib.sha256()
@@ -107,10 +114,20 @@ def _build(spec: TinyQwen3Spec, tokenizer_dir: Path, out: Path) -> None:
         model = Qwen3ForCausalLM(config)
     finally:
         torch.random.set_rng_state(generator_state)
+    favoured = [*_single_token_ids(tokenizer_dir, COMMON_WORDS), QWEN3_EOS]
     with torch.no_grad():
         model.model.embed_tokens.weight[:, 0] = 1.0
         model.lm_head.weight[:, 0] = 0.0
-        model.lm_head.weight[QWEN3_EOS, 0] = spec.eos_logit_gain
+        model.lm_head.weight[favoured, 0] = spec.vocabulary_gain
     model.to(torch.bfloat16).save_pretrained(out)
     AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True).save_pretrained(out)
     (out / "mem_agent_tiny_spec.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
+
+
+def _single_token_ids(tokenizer_dir: Path, words: list[str]) -> list[int]:
+    """Ids of the words (with their leading space) that are one token each."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
+    encoded = (tokenizer.encode(" " + word, add_special_tokens=False).ids for word in words)
+    return sorted({ids[0] for ids in encoded if len(ids) == 1})

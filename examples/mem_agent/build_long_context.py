@@ -1,0 +1,147 @@
+"""Build RULER-HQA-shaped evaluation files of any length from raw multi-hop QA data.
+
+    python -m mem_agent.build_long_context --input hotpot_dev.json --num-docs 50 200 800 --out-dir data/
+
+Each output item is `{"index", "input", "answers", "context", "num_docs"}`, as in MemAgent's
+eval_<N>.json. A context holds the question's own paragraphs (its two gold paragraphs and its
+distractors) plus paragraphs of other questions until there are N documents, shuffled with a
+fixed seed and rendered `Document i:\\n<title>\\n<text>`, joined by blank lines.
+
+Rules, so the files are reproducible and honest:
+- the same input, arguments and seed give byte-identical files; each question draws from its own
+  seeded generator, so item k does not change when --num-questions grows;
+- filler paragraphs never repeat one of the question's own titles, and repeat each other only
+  when the pool of distinct paragraphs is smaller than N (then the pool is reused in a fresh
+  shuffle, which is reported in the summary);
+- with N below the question's own paragraph count, its supporting paragraphs are kept first.
+Items are written one at a time (an eval_6400 file is about 450 MB), to a temporary file that
+replaces the output only when complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from mem_agent.jsonstream import DataFormatError, write_json_array_atomic
+from mem_agent.qa_rows import Paragraph, QaRow, iter_rows
+
+
+@dataclass
+class BuildStats:
+    questions: int = 0
+    context_chars: list[int] = field(default_factory=list)
+    reused_pool: int = 0
+
+
+def load_questions(path: Path, limit: int) -> tuple[list[QaRow], list[Paragraph], int]:
+    """The first `limit` answerable rows, every distinct paragraph of the file, and rows skipped."""
+    questions: list[QaRow] = []
+    pool: dict[str, Paragraph] = {}
+    skipped = 0
+    for row, _reason in iter_rows(path):
+        if row is None:
+            skipped += 1
+            continue
+        for paragraph in row.paragraphs:
+            pool.setdefault(paragraph.title, paragraph)
+        if len(questions) < limit:
+            questions.append(row)
+    return questions, list(pool.values()), skipped
+
+
+def choose_documents(row: QaRow, pool: Sequence[Paragraph], num_docs: int, rng: random.Random) -> tuple[list, bool]:
+    """The question's documents in reading order, and whether the filler pool had to be reused."""
+    own = sorted(row.paragraphs, key=lambda p: p.title not in row.supporting_titles)  # gold first, stable
+    if num_docs <= len(own):
+        chosen = own[:num_docs]
+        rng.shuffle(chosen)
+        return chosen, False
+    own_titles = {p.title for p in own}
+    candidates = [p for p in pool if p.title not in own_titles]
+    needed = num_docs - len(own)
+    filler: list[Paragraph] = []
+    reused = False
+    while len(filler) < needed and candidates:
+        take = min(needed - len(filler), len(candidates))
+        filler += rng.sample(candidates, take)
+        reused = reused or len(filler) < needed
+    chosen = own + filler
+    rng.shuffle(chosen)
+    return chosen, reused
+
+
+def render_context(documents: Sequence[Paragraph]) -> str:
+    return "\n\n".join(f"Document {i}:\n{doc.title}\n{doc.text}" for i, doc in enumerate(documents, start=1))
+
+
+def build_items(
+    questions: Sequence[QaRow], pool: Sequence[Paragraph], num_docs: int, seed: int, stats: BuildStats
+) -> Iterator[dict]:
+    for index, row in enumerate(questions):
+        rng = random.Random(f"{seed}:{index}:{row.row_id}")
+        documents, reused = choose_documents(row, pool, num_docs, rng)
+        context = render_context(documents)
+        stats.questions += 1
+        stats.context_chars.append(len(context))
+        stats.reused_pool += reused
+        yield {
+            "index": index,
+            "input": row.question,
+            "answers": list(row.answers),
+            "context": context,
+            "num_docs": num_docs,
+        }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mem_agent.build_long_context",
+        description="Build RULER-HQA-shaped eval_<N>.json files from HotpotQA or 2WikiMultiHopQA rows.",
+    )
+    parser.add_argument("--input", type=Path, required=True, help="raw QA file: JSON array or JSON Lines")
+    parser.add_argument("--num-docs", type=int, nargs="+", required=True, help="documents per context, one file each")
+    parser.add_argument("--num-questions", type=int, default=128, help="questions per file (default: 128)")
+    parser.add_argument("--seed", type=int, default=42, help="shuffle seed (default: 42)")
+    parser.add_argument("--out-dir", type=Path, required=True, help="folder for eval_<N>.json")
+    parser.add_argument("--force", action="store_true", help="overwrite existing output files")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if any(n <= 0 for n in args.num_docs) or args.num_questions <= 0:
+            raise DataFormatError("--num-docs and --num-questions must be positive integers")
+        targets = [args.out_dir / f"eval_{n}.json" for n in args.num_docs]
+        existing = [str(t) for t in targets if t.exists()]
+        if existing and not args.force:
+            raise DataFormatError(f"refusing to overwrite {', '.join(existing)} (pass --force)")
+        questions, pool, skipped = load_questions(args.input, args.num_questions)
+        if not questions:
+            raise DataFormatError(f"{args.input}: no row with a question and a non-empty answer")
+    except DataFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"{len(questions)} questions, {len(pool)} distinct paragraphs, {skipped} rows skipped (empty answer)")
+    print(f"{'docs':>6} | {'questions':>9} | {'mean chars':>10} | {'max chars':>10} | {'pool reused':>11} | file")
+    for num_docs, target in zip(args.num_docs, targets, strict=True):
+        stats = BuildStats()
+        items = build_items(questions, pool, num_docs, args.seed, stats)
+        write_json_array_atomic(target, tqdm(items, total=len(questions), desc=f"eval_{num_docs}", leave=False))
+        mean = sum(stats.context_chars) / max(len(stats.context_chars), 1)
+        print(
+            f"{num_docs:>6} | {stats.questions:>9} | {mean:>10,.0f} | {max(stats.context_chars):>10,}"
+            f" | {stats.reused_pool:>11} | {target}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,280 @@
+"""RULER-HQA evaluation: accuracy of a memory agent against context length.
+
+    python -m mem_agent.eval_ruler_hqa --data-root DATA --lengths 50 200 800 --url http://127.0.0.1:8000
+
+Protocol (MemAgent's): one sample per question at temperature 0.7 / top_p 0.95, the answer read
+from its last \\boxed{}, reported as sub-string exact match (sub_em) x 100 per length, with EM, F1
+and the strict training reward beside it. Every question runs the same workflow as training.
+
+How it runs: questions are read one at a time from each file (a 6400-document file is ~450 MB
+and is never loaded whole), up to `--questions-in-flight` at once, each pipelining its own turns;
+requests share one limit (`--concurrency`) served most-turns-left first. Each finished question
+is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--force` redoes).
+At the end: a per-length table, `summary.json`, and `accuracy_vs_length.png`.
+Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from mem_agent.cli_common import (
+    UsageError,
+    add_agent_flags,
+    add_sampling_flags,
+    add_server_flags,
+    client_settings,
+    config_from_args,
+    sampling_from_args,
+)
+from mem_agent.client_pool import ClientPool
+from mem_agent.config import ConfigError
+from mem_agent.eval_report import EvalFileReport, write_reports
+from mem_agent.eval_results import ResultStore, read_results, summarize
+from mem_agent.jsonstream import DataFormatError, count_json_array_items, iter_json_array
+from mem_agent.records import SamplingParams
+from mem_agent.scoring import score_answer
+from mem_agent.tokenizer import TokenizerNotFoundError, load_tokenizer
+from mem_agent.workflow import MemoryAgent
+
+RULER_HQA_LENGTHS = (50, 100, 200, 400, 800, 1600, 3200, 6400)
+
+
+@dataclass(frozen=True)
+class EvalFile:
+    path: Path
+    label: str  # "50" for eval_50.json: the number of documents per context
+    limit: int | None = None  # only the first `limit` items
+
+    @property
+    def results_name(self) -> str:
+        return f"results_{self.label}.jsonl"
+
+
+@dataclass
+class EvalItem:
+    file: EvalFile
+    item_id: str
+    question: str
+    answers: list[str]
+    context: str
+
+
+def label_of(path: Path) -> str:
+    match = re.fullmatch(r"eval_(\d+)", path.stem)
+    return match.group(1) if match else path.stem
+
+
+def iter_items(file: EvalFile) -> Iterator[EvalItem]:
+    """Items of a RULER-HQA file, validated as they stream past; a bad one stops the run (exit 2)."""
+    for position, raw in enumerate(iter_json_array(file.path)):
+        if file.limit is not None and position >= file.limit:
+            return
+        where = f"{file.path}: item {position}"
+        if not isinstance(raw, dict):
+            raise DataFormatError(f"{where}: expected an object, got {type(raw).__name__}")
+        for key in ("context", "input"):
+            if not isinstance(raw.get(key), str):
+                raise DataFormatError(f"{where}: field '{key}' must be a string")
+        answers = raw.get("answers")
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+            raise DataFormatError(f"{where}: field 'answers' must be a non-empty list of strings")
+        if not raw["context"].strip():
+            raise DataFormatError(f"{where}: field 'context' is empty")
+        item_id = str(raw.get("index", position))
+        yield EvalItem(file, item_id, raw["input"], list(answers), raw["context"])
+
+
+class Evaluator:
+    def __init__(self, agent: MemoryAgent, pool: ClientPool, sampling: SamplingParams, questions_in_flight: int):
+        self.agent = agent
+        self.pool = pool
+        self.sampling = sampling
+        self.questions_in_flight = questions_in_flight
+        self.failed = 0
+        self.context_tokens = 0
+
+    async def run(self, files: Sequence[EvalFile], stores: dict[EvalFile, ResultStore], progress: tqdm) -> None:
+        slots = asyncio.Semaphore(self.questions_in_flight)
+        tasks: set[asyncio.Task[None]] = set()
+        started = time.monotonic()
+        for file in files:
+            items = iter_items(file)
+            while (item := await asyncio.to_thread(next, items, None)) is not None:
+                if item.item_id in stores[file].done:
+                    progress.update(1)
+                    continue
+                await slots.acquire()
+                task = asyncio.create_task(self._evaluate(item, stores[file], progress, started))
+                tasks.add(task)
+                task.add_done_callback(lambda done: (tasks.discard(done), slots.release()))
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    async def _evaluate(self, item: EvalItem, store: ResultStore, progress: tqdm, started: float) -> None:
+        begun = time.monotonic()
+        record: dict[str, Any] = {"id": item.item_id, "question": item.question, "answers": item.answers}
+        try:
+            context_ids = await self.agent.tokenize(item.context)
+            item.context = ""  # the text is not needed again; only its ids are kept in flight
+            trajectory = await self.agent.run(
+                item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
+            )
+            scores = score_answer(trajectory.answer, item.answers)
+            record.update(
+                status=trajectory.status.value,
+                error=trajectory.error,
+                prediction=scores.extracted,
+                answer=trajectory.answer,
+                sub_em=scores.sub_em,
+                em=scores.em,
+                f1=scores.f1,
+                strict=scores.strict,
+                context_tokens=trajectory.context_tokens,
+                dropped_tokens=trajectory.dropped_tokens,
+                num_chunks=trajectory.num_chunks,
+                generated_tokens=trajectory.generated_tokens,
+            )
+        except Exception as error:  # a bug must not lose the rest of the run: record it, count it
+            record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
+        record["seconds"] = round(time.monotonic() - begun, 3)
+        store.append(record)
+        self.failed += record["status"] != "completed"
+        self.context_tokens += int(record.get("context_tokens", 0))
+        elapsed = max(time.monotonic() - started, 1e-9)
+        progress.set_postfix(
+            failed=self.failed,
+            ctx_tok_s=f"{self.context_tokens / elapsed:,.0f}",
+            gen_tok_s=f"{self.pool.generated_tokens / elapsed:,.0f}",
+            refresh=False,
+        )
+        progress.update(1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mem_agent.eval_ruler_hqa",
+        description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json) and report accuracy vs length.",
+    )
+    parser.add_argument(
+        "--data", type=Path, nargs="*", default=[], help="eval files to run (any RULER-HQA-shaped JSON)"
+    )
+    parser.add_argument("--data-root", type=Path, default=None, help="folder holding eval_<N>.json files")
+    parser.add_argument(
+        "--lengths",
+        type=int,
+        nargs="*",
+        default=None,
+        help="with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..6400)",
+    )
+    parser.add_argument(
+        "--output-dir", type=Path, default=Path("runs/eval"), help="results folder (default: %(default)s)"
+    )
+    add_server_flags(parser, many=True)
+    add_sampling_flags(parser)
+    add_agent_flags(parser)
+    parser.add_argument("--concurrency", type=int, default=256, help="requests in flight, all servers (default: 256)")
+    parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
+    parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
+    parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
+    return parser
+
+
+def resolve_files(args: argparse.Namespace) -> list[EvalFile]:
+    paths = list(args.data)
+    if args.data_root is not None:
+        if not args.data_root.is_dir():
+            raise UsageError(f"--data-root {args.data_root} is not a folder")
+        lengths = args.lengths or [n for n in RULER_HQA_LENGTHS if (args.data_root / f"eval_{n}.json").is_file()]
+        paths += [args.data_root / f"eval_{n}.json" for n in lengths]
+    if not paths:
+        raise UsageError("nothing to evaluate: pass --data FILE ... or --data-root DIR (see prepare-eval-data.sh)")
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise UsageError(f"eval file(s) not found: {', '.join(missing)}")
+    files = [EvalFile(path, label_of(path), args.limit) for path in paths]
+    if len({file.label for file in files}) != len(files):
+        raise UsageError("two eval files would share one results file; give files with distinct names")
+    return files
+
+
+def _check_positive(args: argparse.Namespace) -> None:
+    for flag in ("concurrency", "questions_in_flight", "limit"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            raise UsageError(f"--{flag.replace('_', '-')} {value} must be a positive integer")
+
+
+async def _evaluate_all(args, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
+    settings = [client_settings(url, args, agent.config, args.concurrency) for url in args.url]
+    started = time.monotonic()
+    async with ClientPool.for_servers(settings, args.concurrency) as pool:
+        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight)
+        with tqdm(total=total, unit="q", desc="questions", dynamic_ncols=True) as progress:
+            await evaluator.run(files, stores, progress)
+    return evaluator, time.monotonic() - started
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        _check_positive(args)
+        files = resolve_files(args)
+        agent = MemoryAgent(load_tokenizer(args.tokenizer), config_from_args(args))
+        sampling = sampling_from_args(args)
+        if not args.url or not all(args.url):
+            raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
+        expected = {f: min(count_json_array_items(f.path), f.limit or sys.maxsize) for f in files}
+        stores = {f: ResultStore.open(args.output_dir / f.results_name, force=args.force) for f in files}
+    except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for file, store in stores.items():
+        if store.report.kept or store.report.repaired_partial_line:
+            print(f"resuming {file.path.name}: {store.report.kept} done, {store.report.dropped_failed} failed to redo")
+    try:
+        evaluator, seconds = asyncio.run(_evaluate_all(args, agent, sampling, files, stores, sum(expected.values())))
+    except DataFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    reports = [
+        EvalFileReport(file.label, file.path, summarize(read_results(stores[file].path), expected[file]))
+        for file in files
+    ]
+    run_facts = _run_facts(args, agent, sampling, evaluator, seconds)
+    write_reports(reports, args.output_dir, run_facts, plot=not args.no_plot)
+    return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
+
+
+def _run_facts(
+    args: argparse.Namespace, agent: MemoryAgent, sampling: SamplingParams, evaluator: Evaluator, seconds: float
+) -> dict[str, Any]:
+    """What produced these numbers, stored beside them (never a secret: no tokens, no headers)."""
+    return {
+        "urls": args.url,
+        "protocol": args.protocol,
+        "model": args.model,
+        "tokenizer": str(args.tokenizer),
+        "config": {key: str(value) for key, value in asdict(agent.config).items()},
+        "sampling": asdict(sampling),
+        "concurrency": args.concurrency,
+        "questions_in_flight": args.questions_in_flight,
+        "seconds": round(seconds, 2),
+        "requests": evaluator.pool.requests_sent,
+        "retries": evaluator.pool.retries,
+    }
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
