@@ -108,18 +108,21 @@ class Evaluator:
         slots = asyncio.Semaphore(self.questions_in_flight)
         tasks: set[asyncio.Task[None]] = set()
         started = time.monotonic()
-        for file in files:
-            items = iter_items(file)
-            while (item := await asyncio.to_thread(next, items, None)) is not None:
-                if item.item_id in stores[file].done:
-                    progress.update(1)
-                    continue
-                await slots.acquire()
-                task = asyncio.create_task(self._evaluate(item, stores[file], progress, started))
-                tasks.add(task)
-                task.add_done_callback(lambda done: (tasks.discard(done), slots.release()))
-        if tasks:
-            await asyncio.gather(*tasks)
+        try:
+            for file in files:
+                items = iter_items(file)
+                while (item := await asyncio.to_thread(next, items, None)) is not None:
+                    if item.item_id in stores[file].done:
+                        progress.update(1)
+                        continue
+                    await slots.acquire()
+                    task = asyncio.create_task(self._evaluate(item, stores[file], progress, started))
+                    tasks.add(task)
+                    task.add_done_callback(lambda done: (tasks.discard(done), slots.release()))
+        finally:
+            # A bad item stops the reading, not the questions already running: their results are kept.
+            if tasks:
+                await asyncio.gather(*tasks)
 
     async def _evaluate(self, item: EvalItem, store: ResultStore, progress: tqdm, started: float) -> None:
         begun = time.monotonic()
@@ -230,9 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_positive(args)
+        sampling = sampling_from_args(args)
         files = resolve_files(args)
         agent = MemoryAgent(load_tokenizer(args.tokenizer), config_from_args(args))
-        sampling = sampling_from_args(args)
         if not args.url or not all(args.url):
             raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
         expected = {f: min(count_json_array_items(f.path), f.limit or sys.maxsize) for f in files}

@@ -22,6 +22,7 @@ from mem_agent.io_utils import atomic_output
 BLOCK_CHARS = 1 << 20
 _WHITESPACE = " \t\r\n"
 _LOOKAHEAD = 64
+_NUMBER_ENDS = ",]}" + _WHITESPACE
 
 
 class DataFormatError(ValueError):
@@ -90,6 +91,12 @@ class _Buffer:
             if not self._read_more():
                 raise DataFormatError(f"{self.path}: ends early at char {self.offset} (truncated file?)")
 
+    def _may_continue(self, item: Any, end: int) -> bool:
+        if end >= len(self.text):
+            return True
+        is_number = isinstance(item, int | float) and not isinstance(item, bool)
+        return is_number and self.text[end] not in _NUMBER_ENDS
+
     def decode_item(self, decoder: json.JSONDecoder, index: int) -> Any:
         self.next_significant()  # raw_decode does not skip leading whitespace
         while True:
@@ -105,8 +112,8 @@ class _Buffer:
                     raise DataFormatError(f"{self.path}: item {index} is cut off (truncated file?)") from None
                 where = self.consumed + error.pos
                 raise DataFormatError(f"{self.path}: item {index}: invalid JSON at char {where}: {error.msg}") from None
-            if end >= len(self.text) and self._read_more():
-                continue  # a number at the end of the buffer may continue in the next block
+            if self._may_continue(item, end) and self._read_more():
+                continue  # a number cut by the block edge ("12" of "12.5e3") continues in the next block
             self.position = end
             return item
 

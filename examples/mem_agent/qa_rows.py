@@ -35,8 +35,8 @@ class QaRow:
     supporting_titles: frozenset[str]
 
 
-def iter_raw_rows(path: Path) -> Iterator[tuple[int, Any]]:
-    """(line or item number, parsed row) for a JSON array file or a JSON Lines file."""
+def iter_raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, parsed row) for a JSON array file ("row 3", from 0) or a JSON Lines file ("line 4", from 1)."""
     path = Path(path)
     try:
         with path.open("rb") as probe:
@@ -44,14 +44,15 @@ def iter_raw_rows(path: Path) -> Iterator[tuple[int, Any]]:
     except OSError as error:
         raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
     if first.startswith(b"["):
-        yield from enumerate(iter_json_array(path))
+        for index, raw in enumerate(iter_json_array(path)):
+            yield f"row {index}", raw
         return
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             try:
-                yield number, json.loads(raw.decode("utf-8"))
+                yield f"line {number}", json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError:
                 raise DataFormatError(f"{path}: line {number}: not UTF-8") from None
             except json.JSONDecodeError as error:
@@ -124,9 +125,8 @@ def _supporting_titles(facts: Any, where: str) -> frozenset[str]:
 
 def iter_rows(path: Path) -> Iterator[tuple[QaRow | None, str]]:
     """Parsed rows; a row without a usable answer comes back as (None, reason) to be counted."""
-    for position, raw in iter_raw_rows(path):
-        where = f"{path}: row {position}"
-        row = parse_row(raw, where, position)
+    for position, (location, raw) in enumerate(iter_raw_rows(path)):
+        row = parse_row(raw, f"{path}: {location}", position)
         if not row.answers:
             yield None, "empty answer"
             continue
