@@ -64,17 +64,32 @@ def choose_documents(row: QaRow, pool: Sequence[Paragraph], num_docs: int, rng: 
         rng.shuffle(chosen)
         return chosen, False
     own_titles = {p.title for p in own}
-    candidates = [p for p in pool if p.title not in own_titles]
-    needed = num_docs - len(own)
-    filler: list[Paragraph] = []
-    reused = False
-    while len(filler) < needed and candidates:
-        take = min(needed - len(filler), len(candidates))
-        filler += rng.sample(candidates, take)
-        reused = reused or len(filler) < needed
+    filler, reused = _fillers(pool, own_titles, num_docs - len(own), rng)
     chosen = own + filler
     rng.shuffle(chosen)
     return chosen, reused
+
+
+def _fillers(
+    pool: Sequence[Paragraph], own_titles: set[str], needed: int, rng: random.Random
+) -> tuple[list[Paragraph], bool]:
+    """`needed` paragraphs of the pool outside `own_titles`: distinct while the pool allows.
+
+    A big pool is sampled by rejection (no per-question copy of a 200K-paragraph pool); a pool
+    too small for that is filtered once and reused in fresh shuffles.
+    """
+    if needed <= (len(pool) - len(own_titles)) // 2:
+        picked: set[int] = set()
+        while len(picked) < needed:
+            index = rng.randrange(len(pool))
+            if index not in picked and pool[index].title not in own_titles:
+                picked.add(index)
+        return [pool[index] for index in sorted(picked, key=lambda i: rng.random())], False
+    candidates = [p for p in pool if p.title not in own_titles]
+    filler: list[Paragraph] = []
+    while len(filler) < needed and candidates:
+        filler += rng.sample(candidates, min(needed - len(filler), len(candidates)))
+    return filler, len(filler) > len(candidates)
 
 
 def render_context(documents: Sequence[Paragraph]) -> str:
@@ -134,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for num_docs, target in zip(args.num_docs, targets, strict=True):
         stats = BuildStats()
         items = build_items(questions, pool, num_docs, args.seed, stats)
-        write_json_array_atomic(target, tqdm(items, total=len(questions), desc=f"eval_{num_docs}", leave=False))
+        write_json_array_atomic(
+            target, tqdm(items, total=len(questions), desc=f"eval_{num_docs}", leave=False, disable=None)
+        )
         mean = sum(stats.context_chars) / max(len(stats.context_chars), 1)
         print(
             f"{num_docs:>6} | {stats.questions:>9} | {mean:>10,.0f} | {max(stats.context_chars):>10,}"
