@@ -26,7 +26,9 @@ def test_real_hotpot_rows_become_prompt_label_and_metadata(tmp_path, hotpot_rows
     assert len(rows) == len(hotpot_rows)
     for row, source in zip(rows, hotpot_rows, strict=True):
         assert row["prompt"] == source["question"].strip() and row["label"] == source["answer"]
-        assert row["metadata"]["ground_truth"] == [source["answer"]] and row["metadata"]["num_docs"] == len(source["context"]["title"])
+        assert row["metadata"]["ground_truth"] == [source["answer"]] and row["metadata"]["num_docs"] == len(
+            source["context"]["title"]
+        )
         assert all(f"\n{title}\n" in row["metadata"]["context"] for title in source["context"]["title"])
     out = capsys.readouterr().out
     assert f"wrote {len(hotpot_rows)} rows" in out

@@ -44,9 +44,9 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   exit 0
 fi
 
-SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-PYTHON=${PYTHON:-python3}
-DRY_RUN=${DRY_RUN:-0}
+# shellcheck source=examples/mem_agent/_common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+SCRIPT_DIR=${MEM_AGENT_DIR}
 MODEL_PATH=${MODEL_PATH:-}
 CONVERT=${CONVERT:-0}
 URL=${URL:-}
@@ -59,25 +59,11 @@ EXTRA_EVAL_ARGS=${EXTRA_EVAL_ARGS:-}
 PROTOCOL=${PROTOCOL:-}
 DEMO_QUESTIONS=${DEMO_QUESTIONS:-8}
 
-run() {
-  if [[ "${DRY_RUN}" == "1" ]]; then
-    printf '%q ' "$@"
-    printf '\n'
-  else
-    "$@"
-  fi
-}
-
-die() {
-  echo "error: $*" >&2
-  exit 2
-}
-
 if [[ "${CONVERT}" == "1" ]]; then
   [[ -n "${SINGLE_ITER:-}" ]] || die "CONVERT=1 needs SINGLE_ITER (the iteration to convert, e.g. 99)"
   iter_name=$(printf 'iter_%07d' "$((10#${SINGLE_ITER#iter_}))")
   run env SINGLE_ITER="${SINGLE_ITER}" bash "${SCRIPT_DIR}/convert-to-hf.sh"
-  MODEL_PATH="${OUT_ROOT:-${SAVE_PATH:?CONVERT=1 needs SAVE_PATH}_hf}/${iter_name}"
+  MODEL_PATH="${OUT_ROOT:-${SAVE_PATH}_hf}/${iter_name}"
 fi
 
 DEMO=0
