@@ -9,7 +9,7 @@ usage: [VAR=value ...] bash scripts/demo.sh
 
 Sets up .venv (scripts/bootstrap.sh), then runs examples/mem_agent/run-eval.sh with no model,
 which builds the tiny Qwen3, a synthetic multi-hop QA set, and evaluates at two lengths.
-Every variable of those two scripts applies (see their --help), e.g. DEMO_LENGTHS="20 100".
+Every variable of those two scripts applies (see their --help), e.g. LENGTH="20 100".
 USAGE
   exit 0
 fi
