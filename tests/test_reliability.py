@@ -1,0 +1,224 @@
+"""Faults, crashes and limits: nothing is lost, nothing is counted twice, and every failure says why.
+
+Faults are injected by a real HTTP proxy between our client and the real router (500/503, resets,
+stalls past the timeout, truncated or invalid JSON, token/logprob arrays of different lengths).
+The figures each test measures are printed (run pytest with -s to see them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import numpy as np
+import pytest
+from conftest import HOTPOT_SAMPLE
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mem_agent import build_long_context, eval_ruler_hqa, rollout
+from mem_agent.chunking import plan_chunks
+from mem_agent.custom_convert import convert_samples_to_train_data
+from mem_agent.eval_results import read_results
+from mem_agent.tokenizer import encode
+from support.fault_proxy import TRANSIENT_FAULTS, fault_proxy, random_faults
+from support.slime_host import (
+    Sample,
+    check_train_data,
+    data_source_groups,
+    flatten_rollout,
+    generate_and_rm_group,
+    host_args,
+)
+
+QUESTIONS = 50
+FAST = ["--chunk-tokens", "512", "--max-memory", "16", "--max-final", "16", "--temperature", "1.0", "--top-p", "1.0"]
+
+
+@pytest.fixture(scope="module")
+def eval_file(tmp_path_factory, hotpot_rows):
+    root = tmp_path_factory.mktemp("faults")
+    argv = [
+        "--input",
+        str(HOTPOT_SAMPLE),
+        "--num-docs",
+        "12",
+        "--num-questions",
+        str(QUESTIONS),
+        "--out-dir",
+        str(root),
+    ]
+    assert build_long_context.main(argv) == 0
+    return root / "eval_12.json"
+
+
+def _accounting(path) -> tuple[Counter, list[str]]:
+    records = read_results(path)
+    ids = [record["id"] for record in records]
+    return Counter(record["status"] for record in records), ids
+
+
+@pytest.mark.server
+def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEM_REQUEST_TIMEOUT", "30")  # 50 questions queue on a 2-core CPU server
+    plan = random_faults(0.2, TRANSIENT_FAULTS, seed=7)
+    with fault_proxy(stack.router_url, plan, stall_s=40.0) as proxy:
+        argv = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", proxy.url, "--protocol", "vllm"]
+        code = eval_ruler_hqa.main([*argv, "--tokenizer", str(stack.model_path), *FAST])
+    statuses, ids = _accounting(tmp_path / "results_12.jsonl")
+    duplicates = len(ids) - len(set(ids))
+    print(
+        f"\nevaluator faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
+        f"by_kind={dict(proxy.injected)} completed={statuses['completed']} failed={statuses['failed']} "
+        f"duplicates={duplicates} exit={code}"
+    )
+    assert sorted(ids, key=int) == [str(i) for i in range(QUESTIONS)] and duplicates == 0
+    assert proxy.faults_injected >= 0.1 * proxy.requests and len(proxy.injected) >= 5
+    assert code == (1 if statuses["failed"] else 0), "the exit status tells whether anything failed"
+    assert statuses["completed"] >= 0.9 * QUESTIONS, "with 3 retries, 20% faults rarely sink a question"
+    summary = json.loads((tmp_path / "summary.json").read_text())["results"][0]
+    assert summary["items"] == QUESTIONS and summary["failed"] == statuses["failed"]
+
+
+@pytest.mark.server
+def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(stack, eval_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEM_MAX_RETRIES", "0")
+    monkeypatch.setenv("MEM_REQUEST_TIMEOUT", "30")
+    with fault_proxy(stack.router_url, random_faults(0.2, TRANSIENT_FAULTS, seed=3), stall_s=40.0) as proxy:
+        argv = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", proxy.url, "--protocol", "vllm"]
+        code = eval_ruler_hqa.main([*argv, "--limit", "20", "--tokenizer", str(stack.model_path), *FAST])
+    records = read_results(tmp_path / "results_12.jsonl")
+    failed = [r for r in records if r["status"] == "failed"]
+    print(f"\nno retries: requests={proxy.requests} faults={proxy.faults_injected} failed_items={len(failed)}/20")
+    assert code == 1 and failed and len(records) == 20
+    assert all(
+        r["error"] and ("HTTP 5" in r["error"] or "failed" in r["error"] or "bad response" in r["error"])
+        for r in failed
+    )
+    summary = json.loads((tmp_path / "summary.json").read_text())["results"][0]
+    completed = [r for r in records if r["status"] == "completed"]
+    assert summary["sub_em"] == pytest.approx(100 * sum(r["sub_em"] for r in completed) / 20)
+
+    rerun = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", stack.router_url, "--protocol", "vllm"]
+    assert eval_ruler_hqa.main([*rerun, "--limit", "20", "--tokenizer", str(stack.model_path), *FAST]) == 0
+    statuses, ids = _accounting(tmp_path / "results_12.jsonl")
+    assert statuses == Counter(completed=20) and len(set(ids)) == 20, "a rerun redoes exactly the failed items"
+
+
+@pytest.mark.server
+def test_training_hook_under_faults_never_trains_a_half_trajectory(stack, hotpot_rows, monkeypatch):
+    monkeypatch.setenv("MEM_CHUNK_TOKENS", "256")
+    monkeypatch.setenv("MEM_MAX_MEMORY", "12")
+    monkeypatch.setenv("MEM_MAX_FINAL", "12")
+    monkeypatch.setenv("MEM_MAX_RETRIES", "1")
+    monkeypatch.setenv("MEM_REQUEST_TIMEOUT", "4")
+    rollout.reset_caches()
+    rows = [
+        {
+            "prompt": row["question"],
+            "label": row["answer"],
+            "metadata": {
+                "context": "\n\n".join("".join(s) for s in row["context"]["sentences"]),
+                "ground_truth": [row["answer"]],
+            },
+        }
+        for row in hotpot_rows[:4]
+    ]
+    with fault_proxy(stack.router_url, random_faults(0.25, TRANSIENT_FAULTS, seed=11), stall_s=8.0) as proxy:
+        args = host_args(proxy.url, hf_checkpoint=str(stack.model_path), n_samples_per_prompt=4)
+
+        async def go():
+            try:
+                groups = data_source_groups(rows, 4)
+                return await asyncio.gather(
+                    *(generate_and_rm_group(args, g, rollout.generate, rollout.reward) for g in groups)
+                )
+            finally:
+                await rollout.close_clients()
+
+        output = asyncio.run(go())
+    rollout.reset_caches()
+    samples = flatten_rollout(output)
+    data = convert_samples_to_train_data(args, samples)
+    check_train_data(data, rollout_counted=True)
+    by_rollout: dict[int, set] = {}
+    for sample in samples:
+        by_rollout.setdefault(sample.rollout_id, set()).add(sample.status)
+    broken = [rid for rid, statuses in by_rollout.items() if statuses & {Sample.Status.FAILED, Sample.Status.ABORTED}]
+    for position, sample in enumerate(samples):
+        if sample.rollout_id in broken:
+            assert sample.status in (Sample.Status.FAILED, Sample.Status.ABORTED), (
+                "the whole trajectory, not part of it"
+            )
+            assert set(data["loss_masks"][position]) == {0} and data["rewards"][position] == 0.0
+    print(
+        f"\ntraining faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
+        f"trajectories={len(by_rollout)} failed_or_aborted={len(broken)} rows={len(samples)}"
+    )
+    assert len(by_rollout) == 16 and proxy.faults_injected > 0
+
+
+@pytest.mark.server
+def test_killing_the_evaluator_five_times_still_ends_with_one_line_per_item(stack, eval_file, tmp_path):
+    argv = [sys.executable, "-m", "mem_agent.eval_ruler_hqa", "--data", str(eval_file), "--output-dir", str(tmp_path)]
+    argv += ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path), "--limit", "24"]
+    argv += ["--questions-in-flight", "4", *FAST]
+    results = tmp_path / "results_12.jsonl"
+    rng = random.Random(5)
+    kills = []
+    for round_number in range(5):
+        before = _lines(results)
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if round_number == 0:
+            time.sleep(rng.uniform(0.5, 3.0))  # during start-up, before any result
+        else:  # mid-run: after at least one new result, at a random moment
+            deadline = time.monotonic() + 300
+            while _lines(results) <= before and time.monotonic() < deadline and process.poll() is None:
+                time.sleep(0.1)
+            time.sleep(rng.uniform(0.0, 1.5))
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        kills.append(_lines(results))
+    completed = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    statuses, ids = _accounting(results)
+    print(f"\nkill -9 x5: lines after each kill={kills} final={len(ids)} duplicates={len(ids) - len(set(ids))}")
+    assert sorted(ids, key=int) == [str(i) for i in range(24)] and statuses == Counter(completed=24)
+    assert all(json.loads(line) for line in results.read_text().splitlines())
+    assert kills[-1] > kills[1] > 0, "later kills landed mid-run, after results were written"
+
+
+def _lines(path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def test_a_partial_last_line_from_a_crash_is_repaired_on_resume(tmp_path):
+    from mem_agent.eval_results import ResultStore
+
+    path = tmp_path / "results.jsonl"
+    path.write_bytes(b'{"id": "0", "status": "completed"}\n{"id": "1", "status": "compl')
+    store = ResultStore.open(path)
+    assert store.report.repaired_partial_line and store.done == {"0"}
+    assert path.read_bytes() == b'{"id": "0", "status": "completed"}\n'
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(min_size=0, max_size=3000), chunk_tokens=st.integers(1, 400), max_chunks=st.integers(0, 6))
+def test_chunking_any_unicode_covers_the_kept_tokens_exactly(tokenizer, text, chunk_tokens, max_chunks):
+    ids = encode(tokenizer, text)
+    plan = plan_chunks(ids, chunk_tokens, max_chunks)
+    chunks = [plan.chunk(i) for i in range(plan.num_chunks)]
+    assert all(0 < len(chunk) <= chunk_tokens for chunk in chunks)
+    kept = np.concatenate(chunks) if chunks else ids[:0]
+    assert len(kept) + plan.dropped_tokens == len(ids)
+    if plan.dropped_tokens == 0:
+        assert np.array_equal(kept, ids)
+    else:
+        cap = max_chunks * chunk_tokens
+        assert np.array_equal(kept, np.concatenate([ids[: cap // 2], ids[len(ids) - (cap - cap // 2) :]]))
