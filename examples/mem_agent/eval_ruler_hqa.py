@@ -233,9 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_positive(args)
+        config = config_from_args(args)
         sampling = sampling_from_args(args)
         files = resolve_files(args)
-        agent = MemoryAgent(load_tokenizer(args.tokenizer), config_from_args(args))
+        agent = MemoryAgent(load_tokenizer(args.tokenizer), config)
         if not args.url or not all(args.url):
             raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
         expected = {f: min(count_json_array_items(f.path), f.limit or sys.maxsize) for f in files}
