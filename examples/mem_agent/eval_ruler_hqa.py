@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from mem_agent.cli_common import (
@@ -48,6 +49,7 @@ from mem_agent.tokenizer import TokenizerNotFoundError, load_tokenizer
 from mem_agent.workflow import MemoryAgent
 
 RULER_HQA_LENGTHS = (50, 100, 200, 400, 800, 1600, 3200, 6400)
+TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 
 
 @dataclass(frozen=True)
@@ -103,33 +105,55 @@ class Evaluator:
         self.questions_in_flight = questions_in_flight
         self.failed = 0
         self.context_tokens = 0
+        self.started = time.monotonic()
 
     async def run(self, files: Sequence[EvalFile], stores: dict[EvalFile, ResultStore], progress: tqdm) -> None:
-        slots = asyncio.Semaphore(self.questions_in_flight)
+        """Read, tokenise and run questions with at most `questions_in_flight` at once.
+
+        A document's text is read only when a question slot and a text slot are free, and is let go
+        as soon as it is tokenised: of 128 questions of 3.5 MB in flight only TEXTS_IN_MEMORY texts
+        exist at a time, the others are held as int32 ids.
+        """
+        question_slots = asyncio.Semaphore(self.questions_in_flight)
+        text_slots = asyncio.Semaphore(TEXTS_IN_MEMORY)
         tasks: set[asyncio.Task[None]] = set()
-        started = time.monotonic()
+        self.started = time.monotonic()
         try:
             for file in files:
                 items = iter_items(file)
-                while (item := await asyncio.to_thread(next, items, None)) is not None:
-                    if item.item_id in stores[file].done:
+                while True:
+                    await question_slots.acquire()
+                    await text_slots.acquire()
+                    item = await asyncio.to_thread(next, items, None)
+                    if item is None or item.item_id in stores[file].done:
+                        question_slots.release()
+                        text_slots.release()
+                        if item is None:
+                            break
                         progress.update(1)
                         continue
-                    await slots.acquire()
-                    task = asyncio.create_task(self._evaluate(item, stores[file], progress, started))
+                    task = asyncio.create_task(self._evaluate(item, stores[file], progress, text_slots))
                     tasks.add(task)
-                    task.add_done_callback(lambda done: (tasks.discard(done), slots.release()))
+                    task.add_done_callback(lambda done: (tasks.discard(done), question_slots.release()))
         finally:
             # A bad item stops the reading, not the questions already running: their results are kept.
             if tasks:
                 await asyncio.gather(*tasks)
 
-    async def _evaluate(self, item: EvalItem, store: ResultStore, progress: tqdm, started: float) -> None:
+    async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> np.ndarray:
+        try:
+            return await self.agent.tokenize(item.context)
+        finally:
+            item.context = ""  # the text is not needed again: only its ids stay in flight
+            text_slots.release()
+
+    async def _evaluate(
+        self, item: EvalItem, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
+    ) -> None:
         begun = time.monotonic()
         record: dict[str, Any] = {"id": item.item_id, "question": item.question, "answers": item.answers}
         try:
-            context_ids = await self.agent.tokenize(item.context)
-            item.context = ""  # the text is not needed again; only its ids are kept in flight
+            context_ids = await self._tokenize(item, text_slots)
             trajectory = await self.agent.run(
                 item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
             )
@@ -154,7 +178,7 @@ class Evaluator:
         store.append(record)
         self.failed += record["status"] != "completed"
         self.context_tokens += int(record.get("context_tokens", 0))
-        elapsed = max(time.monotonic() - started, 1e-9)
+        elapsed = max(time.monotonic() - self.started, 1e-9)
         progress.set_postfix(
             failed=self.failed,
             ctx_tok_s=f"{self.context_tokens / elapsed:,.0f}",
