@@ -33,7 +33,7 @@ def test_every_item_holds_its_own_paragraphs_and_exactly_n_numbered_documents(tm
         assert len(titles) == len(set(titles)), "no paragraph twice while the pool is large enough"
 
 
-def test_same_seed_gives_identical_bytes_and_another_seed_another_order(tmp_path):
+def test_same_seed_gives_identical_bytes_and_another_seed_another_order(tmp_path, hotpot_rows):
     for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
         assert _build(tmp_path / name, HOTPOT_SAMPLE, "--num-docs", "30", "--num-questions", "5", "--seed", seed) == 0
     a, b, c = ((tmp_path / n / "out" / "eval_30.json").read_bytes() for n in "abc")
@@ -76,6 +76,25 @@ def test_two_wiki_rows_in_their_own_layout_are_accepted(tmp_path):
     assert all("Document 5:" in item["context"] for item in items)
 
 
+def test_two_wiki_sentences_without_leading_spaces_are_joined_by_one_space(tmp_path):
+    """2Wiki strips its sentences; gluing them ("shows.She") would hand the model words that do not exist."""
+    rows = [
+        {
+            "_id": f"w{i}",
+            "question": f"Who designed label {i}?",
+            "answer": f"Maker {i}",
+            "context": [[f"Label {i}", [f"Label {i} was designed by Maker {i}.", "She showed it in Paris."]]],
+            "supporting_facts": [[f"Label {i}", 0]],
+        }
+        for i in range(3)
+    ]
+    raw = tmp_path / "2wiki.json"
+    raw.write_text(json.dumps(rows))
+    assert _build(tmp_path, raw, "--num-docs", "3", "--num-questions", "3") == 0
+    for i, item in enumerate(iter_json_array(tmp_path / "out" / "eval_3.json")):
+        assert f"Label {i} was designed by Maker {i}. She showed it in Paris." in item["context"]
+
+
 def test_rows_with_empty_answers_are_skipped_and_counted(tmp_path, capsys):
     rows = synthetic_qa.generate(3, seed=1)
     rows[1]["answer"] = "  "
@@ -106,7 +125,7 @@ def test_bad_rows_are_one_line_errors_naming_file_row_and_field(tmp_path, capsys
     assert not (tmp_path / "out" / "eval_5.json").exists(), "nothing half-written"
 
 
-def test_existing_outputs_are_kept_unless_forced(tmp_path, capsys):
+def test_existing_outputs_are_kept_unless_forced(tmp_path, capsys, hotpot_rows):
     assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", "12", "--num-questions", "2") == 0
     before = (tmp_path / "out" / "eval_12.json").read_bytes()
     assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", "12", "--num-questions", "3") == 2
@@ -139,3 +158,29 @@ def test_synthetic_set_is_accepted_by_the_row_reader(tmp_path):
     assert synthetic_qa.main(["--out", str(raw), "--num-questions", "9"]) == 0
     parsed = [row for row, _ in iter_rows(raw)]
     assert len(parsed) == 9 and all(row is not None and len(row.supporting_titles) == 2 for row in parsed)
+
+
+def test_input_that_cannot_fill_n_documents_is_refused_not_written_short(tmp_path, capsys):
+    """With one question there is nothing to fill with; an item must never claim N documents and hold fewer."""
+    raw = tmp_path / "one.json"
+    raw.write_text(json.dumps(synthetic_qa.generate(1, seed=0)))
+    assert _build(tmp_path, raw, "--num-docs", "10") == 0, "its own ten paragraphs are enough"
+    assert _build(tmp_path, raw, "--num-docs", "11") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "question 0 has no paragraphs of other questions to fill 11 documents" in err
+    assert not (tmp_path / "out" / "eval_11.json").exists()
+
+
+@pytest.mark.parametrize("blocker", ["file", "folder"])
+def test_an_unwritable_output_is_a_one_line_error(tmp_path, capsys, blocker):
+    """An --out-dir that is a file, or a folder where eval_<N>.json should go, is named without a traceback."""
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(synthetic_qa.generate(3, seed=0)))
+    out = tmp_path / "out"
+    if blocker == "file":
+        out.write_text("")
+    else:
+        (out / "eval_12.json").mkdir(parents=True)
+    assert _build(tmp_path, raw, "--num-docs", "12", "--force") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and str(out) in err

@@ -61,6 +61,8 @@ def test_memory_stays_near_one_item(tmp_path):
         ('[{"a": 1}, {"a": "cut', "item 1 is cut off"),
         ('[{"a": 1}, {"a": tru}, {"a": 3}]', "item 1: invalid JSON at char"),
         ('[{"a": 1} {"a": 2}]', "after item 0: expected ',' or ']'"),
+        ('[{"a": 1}]\n[{"a": 2}]', "unexpected data after the closing ']' at char 11"),
+        ("[] x", "unexpected data after the closing ']' at char 3"),
     ],
 )
 def test_bad_files_name_the_file_and_the_item(tmp_path, content, message):
@@ -101,3 +103,14 @@ def test_check_command_counts_items_and_reports_missing_fields(tmp_path, capsys)
     assert main(["--check", str(bad), "--require-keys", "context,input,answers"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "item 0: missing field(s) answers" in err
+
+
+def test_written_files_get_the_usual_permissions_not_private_temp_ones(tmp_path):
+    """Eval files are read by other processes and users; the temp file's 0600 must not stick."""
+    import os
+
+    path = tmp_path / "shared.json"
+    write_json_array_atomic(path, [{"a": 1}])
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask

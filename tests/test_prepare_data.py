@@ -100,7 +100,7 @@ def test_an_unreadable_path_and_a_missing_hub_are_one_line_errors(tmp_path, caps
     assert err.count("\n") == 1 and ("datasets package" in err or "Hugging Face hub" in err)
 
 
-def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys):
+def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys, hotpot_rows):
     output = tmp_path / "out.jsonl"
     output.write_text("keep me\n")
     argv = ["--input", str(HOTPOT_SAMPLE), "--output", str(output), "--max-rows", "2"]

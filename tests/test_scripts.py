@@ -211,7 +211,7 @@ def test_prepare_eval_data_reports_present_missing_and_invalid_files(tmp_path):
     assert "missing field(s) input, answers" in result.stderr and "--build-from" in result.stderr
 
 
-def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path):
+def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path, hotpot_rows):
     env = {"DATA_ROOT": str(tmp_path / "ruler"), "LENGTHS": "20 40", "NUM_QUESTIONS": "4"}
     result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--build-from", str(HOTPOT_SAMPLE))
     assert result.returncode == 0, result.stderr
@@ -256,7 +256,7 @@ def test_run_eval_with_a_model_and_no_gpu_serves_it_on_the_cpu_stack(tmp_path):
 
 
 @pytest.mark.server
-def test_run_eval_against_a_running_server_writes_results(stack, tmp_path):
+def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, hotpot_rows):
     data = tmp_path / "data"
     from mem_agent import build_long_context
 

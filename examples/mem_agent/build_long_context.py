@@ -14,6 +14,8 @@ Rules, so the files are reproducible and honest:
   when the pool of distinct paragraphs is smaller than N (then the pool is reused in a fresh
   shuffle, which is reported in the summary);
 - with N below the question's own paragraph count, its supporting paragraphs are kept first.
+- input with no paragraph outside some question's own (one question, say) is refused: an item
+  never claims N documents while holding fewer.
 Items are written one at a time (an eval_6400 file is about 450 MB), to a temporary file that
 replaces the output only when complete.
 """
@@ -129,34 +131,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_request(args: argparse.Namespace) -> list[Path]:
+    """The output paths, once the flags are known to be usable."""
+    if any(n <= 0 for n in args.num_docs) or args.num_questions <= 0:
+        raise DataFormatError("--num-docs and --num-questions must be positive integers")
+    if args.out_dir.exists() and not args.out_dir.is_dir():
+        raise DataFormatError(f"--out-dir {args.out_dir} is a file, not a folder")
+    targets = [args.out_dir / f"eval_{n}.json" for n in args.num_docs]
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not args.force:
+        raise DataFormatError(f"refusing to overwrite {', '.join(existing)} (pass --force)")
+    return targets
+
+
+def _check_fillable(path: Path, questions: Sequence[QaRow], pool: Sequence[Paragraph], num_docs: int) -> None:
+    """Refuse input whose contexts cannot reach `num_docs` documents rather than write short ones.
+
+    Every question's own paragraphs are in the pool, so fillers exist exactly when the pool holds
+    a title outside the question's own.
+    """
+    titles = {p.title for p in pool}
+    for index, row in enumerate(questions):
+        own = {p.title for p in row.paragraphs} & titles
+        if len(own) < num_docs and len(titles) == len(own):
+            raise DataFormatError(
+                f"{path}: question {index} has no paragraphs of other questions to fill {num_docs} documents"
+                " (the file needs questions with different paragraphs)"
+            )
+
+
+def _write_file(target: Path, questions: Sequence[QaRow], pool: Sequence[Paragraph], num_docs: int, seed: int) -> None:
+    """Write one eval file and print its summary row."""
+    stats = BuildStats()
+    items = build_items(questions, pool, num_docs, seed, stats)
+    write_json_array_atomic(
+        target, tqdm(items, total=len(questions), desc=f"eval_{num_docs}", leave=False, disable=None)
+    )
+    mean = sum(stats.context_chars) / max(len(stats.context_chars), 1)
+    print(
+        f"{num_docs:>6} | {stats.questions:>9} | {mean:>10,.0f} | {max(stats.context_chars):>10,}"
+        f" | {stats.reused_pool:>11} | {target}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if any(n <= 0 for n in args.num_docs) or args.num_questions <= 0:
-            raise DataFormatError("--num-docs and --num-questions must be positive integers")
-        targets = [args.out_dir / f"eval_{n}.json" for n in args.num_docs]
-        existing = [str(t) for t in targets if t.exists()]
-        if existing and not args.force:
-            raise DataFormatError(f"refusing to overwrite {', '.join(existing)} (pass --force)")
+        targets = _check_request(args)
         questions, pool, skipped = load_questions(args.input, args.num_questions)
         if not questions:
             raise DataFormatError(f"{args.input}: no row with a question and a non-empty answer")
+        _check_fillable(args.input, questions, pool, max(args.num_docs))
     except DataFormatError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"{len(questions)} questions, {len(pool)} distinct paragraphs, {skipped} rows skipped (empty answer)")
     print(f"{'docs':>6} | {'questions':>9} | {'mean chars':>10} | {'max chars':>10} | {'pool reused':>11} | file")
     for num_docs, target in zip(args.num_docs, targets, strict=True):
-        stats = BuildStats()
-        items = build_items(questions, pool, num_docs, args.seed, stats)
-        write_json_array_atomic(
-            target, tqdm(items, total=len(questions), desc=f"eval_{num_docs}", leave=False, disable=None)
-        )
-        mean = sum(stats.context_chars) / max(len(stats.context_chars), 1)
-        print(
-            f"{num_docs:>6} | {stats.questions:>9} | {mean:>10,.0f} | {max(stats.context_chars):>10,}"
-            f" | {stats.reused_pool:>11} | {target}"
-        )
+        try:
+            _write_file(target, questions, pool, num_docs, args.seed)
+        except OSError as error:
+            print(f"error: cannot write {target}: {error.strerror}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -14,6 +14,23 @@ from pathlib import Path
 from typing import IO
 
 
+def _current_umask() -> int:
+    """The process umask, read without changing it where Linux exposes it (threads may be creating
+    files meanwhile); elsewhere by the set-and-restore that is the only portable way."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _current_umask()
+
+
 @contextlib.contextmanager
 def atomic_output(path: Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Yield a file to write; it replaces `path` only if the block finishes without an error."""
@@ -22,6 +39,9 @@ def atomic_output(path: Path, mode: str = "w", encoding: str | None = "utf-8") -
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
     try:
         with os.fdopen(descriptor, mode, encoding=None if "b" in mode else encoding) as handle:
+            # mkstemp makes the file private (0600); outputs are shared data (Ray workers, other
+            # users), so they get the mode a plain open() would give: 0666 less the umask.
+            os.fchmod(handle.fileno(), 0o666 & ~_UMASK)
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -44,12 +44,16 @@ def iter_json_array(path: Path, block_chars: int = BLOCK_CHARS) -> Iterator[Any]
         reader.position += 1
         index = 0
         if reader.next_significant() == "]":
+            reader.position += 1
+            reader.expect_end()
             return
         while True:
             yield reader.decode_item(decoder, index)
             index += 1
             separator = reader.next_significant()
             if separator == "]":
+                reader.position += 1
+                reader.expect_end()
                 return
             if separator != ",":
                 raise DataFormatError(f"{path}: after item {index - 1}: expected ',' or ']' at char {reader.offset}")
@@ -90,6 +94,16 @@ class _Buffer:
                 return self.text[self.position]
             if not self._read_more():
                 raise DataFormatError(f"{self.path}: ends early at char {self.offset} (truncated file?)")
+
+    def expect_end(self) -> None:
+        """Only whitespace may follow the closing bracket: two arrays glued together are not one."""
+        while True:
+            while self.position < len(self.text) and self.text[self.position] in _WHITESPACE:
+                self.position += 1
+            if self.position < len(self.text):
+                raise DataFormatError(f"{self.path}: unexpected data after the closing ']' at char {self.offset}")
+            if not self._read_more():
+                return
 
     def _may_continue(self, item: Any, end: int) -> bool:
         if end >= len(self.text):

@@ -5,6 +5,8 @@ Accepted layouts, detected per row:
   `supporting_facts = {"title": [...], "sent_id": [...]}`;
 - HotpotQA's original JSON and 2WikiMultiHopQA: `context = [[title, [sentence, ...]], ...]`,
   `supporting_facts = [[title, sent_id], ...]`.
+Sentences are joined as they come when they carry their own leading spaces (HotpotQA), with
+single spaces when none does (2WikiMultiHopQA strips them).
 The answer is `answer` (a string) or `answers` (a list of strings); the id is `_id`, `id` or the
 row's position. Files are a JSON array (streamed) or JSON Lines.
 """
@@ -109,8 +111,19 @@ def _paragraphs(context: Any, where: str) -> tuple[Paragraph, ...]:
             or not all(isinstance(s, str) for s in sentences)
         ):
             raise DataFormatError(f"{where}: field 'context' has a paragraph that is not (title, [sentences])")
-        paragraphs.append(Paragraph(title.strip(), "".join(sentences).strip()))
+        paragraphs.append(Paragraph(title.strip(), _join_sentences(sentences)))
     return tuple(paragraphs)
+
+
+def _join_sentences(sentences: list[str]) -> str:
+    """One paragraph's text from its sentences, without gluing words together.
+
+    HotpotQA keeps each sentence's leading space (and splits some sentences mid-word, so adding
+    spaces there would be wrong); 2WikiMultiHopQA strips them. A paragraph none of whose later
+    sentences starts with whitespace is taken to be stripped and joined with single spaces.
+    """
+    stripped = len(sentences) > 1 and not any(s[:1].isspace() for s in sentences[1:])
+    return (" " if stripped else "").join(sentences).strip()
 
 
 def _supporting_titles(facts: Any, where: str) -> frozenset[str]:

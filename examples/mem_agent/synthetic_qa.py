@@ -18,8 +18,8 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mem_agent.jsonstream import write_json_array_atomic
@@ -52,29 +52,41 @@ _PROFESSIONS = ["engineer", "painter", "botanist", "cartographer", "composer", "
 _COMPANY_SUFFIXES = ["Works", "Company", "Foundry", "Guild", "Mills", "Brothers"]
 
 
+# Two-syllable names give only 1,600 towns, used up near 160 questions. After this many clashes in a
+# row a kind of name takes one more syllable for good (20x more names), so any --num-questions
+# finishes quickly; small sets never clash that often, so their files do not depend on this rule.
+_CLASHES_PER_SYLLABLE = 200
+
+
 @dataclass
 class _Names:
     rng: random.Random
     used: set[str]
+    syllables: dict[str, int] = field(default_factory=dict)
 
-    def _fresh(self, make) -> str:
+    def _fresh(self, kind: str, make: Callable[[int], str]) -> str:
+        """A name never handed out before; `make(syllables)` draws one candidate of this kind."""
+        clashes = 0
         while True:
-            name = make()
+            name = make(self.syllables.setdefault(kind, 2))
             if name not in self.used:
                 self.used.add(name)
                 return name
+            clashes += 1
+            if clashes % _CLASHES_PER_SYLLABLE == 0:
+                self.syllables[kind] += 1
 
-    def word(self) -> str:
-        return "".join(self.rng.choice(_SYLLABLES) for _ in range(2)).capitalize()
+    def word(self, syllables: int = 2) -> str:
+        return "".join(self.rng.choice(_SYLLABLES) for _ in range(syllables)).capitalize()
 
     def person(self) -> str:
-        return self._fresh(lambda: f"{self.rng.choice(_FIRST.split())} {self.word()}")
+        return self._fresh("person", lambda n: f"{self.rng.choice(_FIRST.split())} {self.word(n)}")
 
     def town(self) -> str:
-        return self._fresh(lambda: f"{self.word()}{self.rng.choice(['', 'ford', 'by', 'ham'])}")
+        return self._fresh("town", lambda n: f"{self.word(n)}{self.rng.choice(['', 'ford', 'by', 'ham'])}")
 
     def company(self) -> str:
-        return self._fresh(lambda: f"{self.word()} {self.rng.choice(_COMPANY_SUFFIXES)}")
+        return self._fresh("company", lambda n: f"{self.word(n)} {self.rng.choice(_COMPANY_SUFFIXES)}")
 
 
 def _person_paragraph(names: _Names, person: str, town: str, year: int) -> tuple[str, list[str]]:
@@ -155,7 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.num_questions <= 0:
         print(f"error: --num-questions {args.num_questions} must be a positive integer", file=sys.stderr)
         return 2
-    count = write_json_array_atomic(args.out, generate(args.num_questions, args.seed))
+    try:
+        count = write_json_array_atomic(args.out, generate(args.num_questions, args.seed))
+    except OSError as error:
+        print(f"error: cannot write {args.out}: {error.strerror}", file=sys.stderr)
+        return 2
     print(f"wrote {count} synthetic questions to {args.out} (invented facts, seed {args.seed})")
     return 0
 
