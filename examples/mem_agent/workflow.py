@@ -7,7 +7,8 @@ trainer and the evaluator run this same code, what is evaluated is exactly what 
 The loop (MemAgent): memory starts as a fixed "no notes yet" text; each chunk is read in a fresh
 chat of problem + memory + chunk, and the whole response becomes the new memory (a response cut
 by max_tokens is still used, and its turn is marked truncated); the final chat sees problem +
-memory only and answers inside \\boxed{}. A mode (`MEM_MODE`) plugs in through `TurnPlanner`.
+memory only and answers inside \\boxed{}. A mode (`MEM_MODE`) plugs in through `TurnPlanner`:
+`MemAgentPlanner` here, `ReMemR1Planner` (recall of an earlier memory) in rememr1.py.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mem_agent.records import (
     Turn,
     TurnKind,
 )
+from mem_agent.rememr1 import ReMemR1Planner, ReMemR1Prompts
 from mem_agent.tokenizer import TOKEN_DTYPE, decode, encode
 
 if TYPE_CHECKING:
@@ -132,11 +134,13 @@ class MemoryAgent:
     """The loop for one tokenizer and configuration; build once, run for any number of documents."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, config: MemAgentConfig) -> None:
-        if config.mode is not AgentMode.MEMAGENT:
-            raise ValueError(f"MEM_MODE={config.mode} is not available in this build")
         self.tokenizer = tokenizer
         self.config = config
-        self.prompts = MemAgentPrompts.build(tokenizer, thinking=config.thinking)
+        self.prompts: MemAgentPrompts | ReMemR1Prompts
+        if config.mode is AgentMode.REMEMR1:
+            self.prompts = ReMemR1Prompts.build(tokenizer, thinking=config.thinking)
+        else:
+            self.prompts = MemAgentPrompts.build(tokenizer, thinking=config.thinking)
         self.cleaner = ResponseCleaner(tokenizer, config.thinking)
 
     async def tokenize(self, text: str) -> np.ndarray:
@@ -145,6 +149,8 @@ class MemoryAgent:
         return encode(self.tokenizer, text)
 
     def new_planner(self, problem_ids: np.ndarray) -> TurnPlanner:
+        if isinstance(self.prompts, ReMemR1Prompts):
+            return ReMemR1Planner(self.prompts, problem_ids, self.tokenizer, self.config.retriever)
         return MemAgentPlanner(self.prompts, problem_ids)
 
     async def run(

@@ -1,0 +1,160 @@
+"""ReMemR1 mode (`MEM_MODE=rememr1`): MemAgent's loop plus one recall of an earlier memory per turn.
+
+Each memory turn writes its new memory inside `<update>...</update>` and may add one
+`<recall>query</recall>`. The query retrieves the best-matching earlier memory of the same
+trajectory (see retrieval.py); that memory is shown in its own block of the next turn's prompt
+(or a "nothing recalled" text), so only one recalled memory is visible at a time, and the final
+turn sees problem + memory + the last recalled memory.
+
+Choices where the reference implementation is fragile (documented in the README):
+- tags are parsed across lines (`re.DOTALL`); the memory is the last non-empty update block, or,
+  when the model wrote none, its whole visible response with any recall blocks removed; an update
+  cut off by max_tokens (no closing tag) still becomes the memory, like MemAgent's cut memories;
+- the first non-empty recall query is used; candidates are the distinct memories written before
+  this turn, oldest first, without the one the model is already looking at;
+- the memory is carried as the update block's text, tokenised again for the next prompt (the
+  response itself is trained exactly as the server generated it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mem_agent.config import RetrieverKind
+from mem_agent.prompts import FINAL_TURN_TEXT, NO_MEMORY_TEXT, TokenTemplate, compile_template
+from mem_agent.records import Completion
+from mem_agent.retrieval import retrieve
+from mem_agent.tokenizer import decode, encode
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+MEMORY_TURN_TEXT = """You are reading a long document one section at a time so that you can answer a question \
+about it later. Only your notes are kept from one section to the next, but you may ask to see one of your \
+earlier notes again.
+
+<problem>
+{problem}
+</problem>
+
+<recalled_memory>
+{recalled}
+</recalled_memory>
+
+<memory>
+{memory}
+</memory>
+
+<section>
+{section}
+</section>
+
+Write your updated notes inside <update></update>: keep every fact from the memory that may help answer \
+the problem and add the facts from this section that matter for it. If this section refers to something \
+you read earlier but no longer have in your notes, also write one <recall>a short query</recall>, and the \
+earlier note that best matches it will be shown to you with the next section."""
+
+FINAL_TURN_TEXT_REMEMR1 = FINAL_TURN_TEXT.replace(
+    "<problem>\n{problem}\n</problem>\n",
+    "<problem>\n{problem}\n</problem>\n\n<recalled_memory>\n{recalled}\n</recalled_memory>\n",
+)
+NO_RECALL_TEXT = "(nothing recalled)"
+
+_UPDATE = re.compile(r"<update>(.*?)</update>", re.DOTALL)
+_RECALL = re.compile(r"<recall>(.*?)</recall>", re.DOTALL)
+_OPEN_UPDATE = "<update>"
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    updates: tuple[str, ...]  # non-empty update blocks, in order
+    recalls: tuple[str, ...]  # non-empty recall queries, in order
+    memory_text: str
+
+    @property
+    def query(self) -> str | None:
+        return self.recalls[0] if self.recalls else None
+
+    @property
+    def well_formed(self) -> bool:
+        """The format ReMemR1 rewards: exactly one update block and at most one recall."""
+        return len(self.updates) == 1 and len(self.recalls) <= 1
+
+
+def parse_response(text: str) -> ParsedResponse:
+    updates = tuple(block.strip() for block in _UPDATE.findall(text) if block.strip())
+    recalls = tuple(query.strip() for query in _RECALL.findall(text) if query.strip())
+    if updates:
+        memory = updates[-1]
+    elif _OPEN_UPDATE in text:  # cut off before its closing tag
+        memory = _RECALL.sub("", text.rsplit(_OPEN_UPDATE, 1)[1]).strip()
+    else:
+        memory = _RECALL.sub("", text).strip()
+    return ParsedResponse(updates, recalls, memory)
+
+
+@dataclass(frozen=True)
+class ReMemR1Prompts:
+    memory_turn: TokenTemplate  # slots: problem, recalled, memory, section
+    final_turn: TokenTemplate  # slots: problem, recalled, memory
+    no_memory: np.ndarray
+    no_recall: np.ndarray
+
+    @classmethod
+    def build(cls, tokenizer: PreTrainedTokenizerBase, *, thinking: bool = False) -> ReMemR1Prompts:
+        return cls(
+            memory_turn=compile_template(tokenizer, MEMORY_TURN_TEXT, thinking=thinking),
+            final_turn=compile_template(tokenizer, FINAL_TURN_TEXT_REMEMR1, thinking=thinking),
+            no_memory=encode(tokenizer, NO_MEMORY_TEXT),
+            no_recall=encode(tokenizer, NO_RECALL_TEXT),
+        )
+
+
+@dataclass
+class ReMemR1Planner:
+    """Per-trajectory state of the ReMemR1 loop: memory, its history, and the recalled memory."""
+
+    prompts: ReMemR1Prompts
+    problem_ids: np.ndarray
+    tokenizer: PreTrainedTokenizerBase
+    retriever: RetrieverKind
+    memory: np.ndarray = field(init=False)
+    memory_text: str = field(init=False, default="")
+    history: list[str] = field(init=False, default_factory=list)
+    recalled_ids: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.memory = self.prompts.no_memory
+        self.recalled_ids = self.prompts.no_recall
+
+    def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray:
+        return self.prompts.memory_turn.render(
+            problem=self.problem_ids, recalled=self.recalled_ids, memory=self.memory, section=chunk
+        )
+
+    def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]:
+        parsed = parse_response(decode(self.tokenizer, memory))
+        candidates = [text for text in self.history if text != self.memory_text]
+        found = retrieve(parsed.query or "", candidates, self.retriever)
+        recalled = candidates[found] if found is not None else None
+        extras: dict[str, object] = {
+            "memory_before": self.memory_text,
+            "memory_text": parsed.memory_text,
+            "recall_query": parsed.query,
+            "recalled": recalled,
+            "update_blocks": len(parsed.updates),
+            "recall_blocks": len(parsed.recalls),
+        }
+        self.recalled_ids = encode(self.tokenizer, recalled) if recalled else self.prompts.no_recall
+        self.memory_text = parsed.memory_text
+        self.memory = encode(self.tokenizer, parsed.memory_text)
+        if parsed.memory_text and parsed.memory_text not in self.history:
+            self.history.append(parsed.memory_text)
+        return extras
+
+    def final_prompt(self) -> np.ndarray:
+        return self.prompts.final_turn.render(problem=self.problem_ids, recalled=self.recalled_ids, memory=self.memory)

@@ -1,0 +1,167 @@
+"""ReMemR1 mode: tag parsing, retrieval on constructed histories, step rewards by hand, the loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from mem_agent.config import MemAgentConfig, RetrieverKind
+from mem_agent.records import Completion, FinishReason, SamplingParams, TrajectoryStatus, TurnKind
+from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, ReMemR1Prompts, parse_response
+from mem_agent.retrieval import retrieve
+from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
+from mem_agent.step_rewards import MemoryTurnFacts, coverage, final_turn_reward, memory_turn_reward, recall_hit
+from mem_agent.tokenizer import decode, encode
+from mem_agent.workflow import MemoryAgent
+
+# --- parsing -----------------------------------------------------------------------------------
+
+
+def test_update_and_recall_blocks_are_read_across_lines():
+    parsed = parse_response(
+        "<update>\nAda was born in Velmont.\nShe founded Corvane.\n</update>\n<recall>who\nfounded it</recall>"
+    )
+    assert parsed.memory_text == "Ada was born in Velmont.\nShe founded Corvane."
+    assert parsed.query == "who\nfounded it" and parsed.well_formed
+
+
+def test_without_an_update_block_the_response_minus_recalls_is_the_memory():
+    parsed = parse_response("Notes: Ada, Velmont. <recall>Ada's town</recall> More.")
+    assert parsed.memory_text == "Notes: Ada, Velmont.  More." and not parsed.well_formed
+
+
+def test_an_update_cut_off_by_max_tokens_still_becomes_the_memory():
+    parsed = parse_response("<update>Ada was born in Vel")
+    assert parsed.memory_text == "Ada was born in Vel" and parsed.updates == ()
+
+
+def test_two_updates_keep_the_last_and_are_not_well_formed():
+    parsed = parse_response("<update>first</update><update>second</update><recall> </recall>")
+    assert parsed.memory_text == "second" and parsed.query is None and not parsed.well_formed
+
+
+# --- retrieval ---------------------------------------------------------------------------------
+
+HISTORY = [
+    "Corvane Works was founded by Ada Velmont in 1902.",
+    "The Tanash river flows through Rinwick.",
+    "Ada Velmont was born in Barlin.",
+]
+
+
+@pytest.mark.parametrize("kind", list(RetrieverKind))
+def test_every_scorer_finds_the_memory_that_answers_the_query(kind):
+    assert retrieve("where was Ada Velmont born", HISTORY, kind) == 2
+    assert retrieve("Tanash river", HISTORY, kind) == 1
+
+
+def test_word_recall_score_by_hand():
+    # query words {who, founded, corvane}: memory 0 holds founded + corvane -> 2/3; others 0
+    from mem_agent.retrieval import RecallScorer
+
+    assert RecallScorer().scores("Who founded Corvane?", HISTORY) == [pytest.approx(2 / 3), 0.0, 0.0]
+
+
+@pytest.mark.parametrize("kind", list(RetrieverKind))
+def test_ties_go_to_the_most_recent_memory_and_no_match_retrieves_nothing(kind):
+    twins = ["Ada Velmont notes", "unrelated", "notes: Ada Velmont"]  # same words, same score
+    assert retrieve("Ada Velmont", twins, kind) == 2
+    assert retrieve("zebra", HISTORY, kind) is None
+    assert retrieve("", HISTORY, kind) is None and retrieve("Ada", [], kind) is None
+
+
+# --- step rewards ------------------------------------------------------------------------------
+
+
+def test_coverage_is_the_max_over_ground_truths():
+    assert coverage("born in Barlin town", ["Barlin", "Barlin City"]) == 1.0
+    assert coverage("born in Barlin town", ["Barlin City"]) == 0.5
+
+
+def test_memory_turn_reward_by_hand():
+    facts = MemoryTurnFacts(
+        turn_input="<problem>Where was Ada born?</problem> section text about rivers",
+        memory_before="Ada founded Corvane.",
+        memory_after="Ada founded Corvane. Ada was born in Barlin City.",
+        recalled="Barlin City notes",
+        update_blocks=1,
+        recall_blocks=1,
+    )
+    # format 1; gained: coverage after ("barlin city" both present) 1.0 - before 0.0 = 1.0;
+    # revisit: input lacks barlin/city (0.0), recalled+input has both (1.0) -> +1.0
+    assert memory_turn_reward(facts, ["Barlin City"]) == pytest.approx(3.0)
+
+
+def test_a_badly_formed_turn_that_loses_facts_is_penalised():
+    facts = MemoryTurnFacts("input", "Barlin City", "nothing", None, update_blocks=0, recall_blocks=0)
+    assert memory_turn_reward(facts, ["Barlin City"]) == pytest.approx(-1.0)
+
+
+def test_final_turn_format_wants_exactly_one_complete_box():
+    assert final_turn_reward("so \\boxed{Barlin}") == 1.0
+    assert final_turn_reward("\\boxed{a} or \\boxed{b}") == 0.0
+    assert final_turn_reward("\\boxed{unclosed") == 0.0 and final_turn_reward("Barlin") == 0.0
+
+
+def test_a_recall_hits_when_it_brings_back_a_gold_word():
+    assert recall_hit("Ada was born in Barlin", ["Barlin City"]) and not recall_hit("rivers", ["Barlin"])
+    assert not recall_hit(None, ["Barlin"])
+
+
+# --- the planner with the real tokenizer -------------------------------------------------------
+
+
+def _completion(tokenizer, text: str) -> tuple[np.ndarray, Completion]:
+    ids = encode(tokenizer, text)
+    return ids, Completion.build(ids.tolist(), [-1.0] * len(ids), FinishReason.STOP)
+
+
+def test_a_recall_brings_back_an_earlier_memory_in_the_next_prompt_only(tokenizer):
+    prompts = ReMemR1Prompts.build(tokenizer)
+    planner = ReMemR1Planner(prompts, encode(tokenizer, "Where was Ada born?"), tokenizer, RetrieverKind.RECALL)
+    texts = [
+        "<update>Ada Velmont founded Corvane. Ada was born in Barlin.</update>",
+        "<update>Corvane makes glass.</update>",
+        "<update>Corvane makes glass in Tanash.</update><recall>where was Ada born</recall>",
+        "<update>Nothing new.</update>",
+    ]
+    prompts_seen = []
+    for step, text in enumerate(texts):
+        prompts_seen.append(decode(tokenizer, planner.memory_prompt(step, encode(tokenizer, f"section {step}"))))
+        extras = planner.after_memory_turn(step, *_completion(tokenizer, text))
+        if step == 2:
+            assert extras["recall_query"] == "where was Ada born"
+            assert extras["recalled"] == "Ada Velmont founded Corvane. Ada was born in Barlin."
+    final = decode(tokenizer, planner.final_prompt())
+    prompts_seen.append(decode(tokenizer, planner.memory_prompt(4, encode(tokenizer, "section 4"))))
+    assert f"<recalled_memory>\n{NO_RECALL_TEXT}\n</recalled_memory>" in prompts_seen[2]
+    assert (
+        "<recalled_memory>\nAda Velmont founded Corvane. Ada was born in Barlin.\n</recalled_memory>" in prompts_seen[3]
+    )
+    assert NO_RECALL_TEXT in prompts_seen[4], "only the latest turn's recall is shown"
+    assert "<memory>\nNothing new.\n</memory>" in final and NO_RECALL_TEXT in final
+
+
+# --- against the real server -------------------------------------------------------------------
+
+
+@pytest.mark.server
+def test_rememr1_runs_end_to_end_against_the_real_server(stack, tokenizer, hotpot_rows):
+    config = MemAgentConfig(mode="rememr1", chunk_tokens=128, max_memory_tokens=24, max_final_tokens=16)
+    agent = MemoryAgent(tokenizer, config)
+    context = "\n\n".join("".join(s) for s in hotpot_rows[0]["context"]["sentences"])
+
+    async def go():
+        async with RolloutClient(ClientSettings(stack.router_url, protocol=ApiProtocol.VLLM)) as client:
+            return await agent.run(hotpot_rows[0]["question"], context, client, SamplingParams())
+
+    trajectory = asyncio.run(go())
+    assert trajectory.status is TrajectoryStatus.COMPLETED and trajectory.num_chunks >= 3
+    memory_turns = [turn for turn in trajectory.turns if turn.kind is TurnKind.MEMORY]
+    assert len(memory_turns) == trajectory.num_chunks
+    for turn in memory_turns:
+        assert {"memory_text", "recall_query", "recalled", "update_blocks"} <= turn.extras.keys()
+        assert decode(tokenizer, turn.memory_ids) == turn.extras["memory_text"] or turn.extras["memory_text"] == ""
+    assert "<recalled_memory>" in decode(tokenizer, trajectory.turns[-1].prompt_ids)
