@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Megatron checkpoints (SAVE_PATH/iter_XXXXXXX) -> Hugging Face folders, with the trainer's converter.
+# Megatron checkpoints of a training run (SAVE_PATH/iter_XXXXXXX) -> Hugging Face folders, with the
+# trainer's own converter (tools/convert_torch_dist_to_hf.py).
 #
 #   SAVE_PATH=~/mem_agent_runs/qwen3-4b-memagent HF_CKPT=~/models/Qwen3-4B bash examples/mem_agent/convert-to-hf.sh
 #   SINGLE_ITER=99 ... converts only iter_0000099.
@@ -7,61 +8,94 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: [VAR=value ...] bash examples/mem_agent/convert-to-hf.sh
+usage: [VAR=value ...] bash examples/mem_agent/convert-to-hf.sh [-h | --help]
 
   SAVE_PATH     training save folder holding iter_XXXXXXX checkpoints (default: ~/mem_agent_runs/qwen3-4b-memagent)
-  HF_CKPT       the original Hugging Face model: config and tokenizer are copied from it (default: ~/models/Qwen3-4B)
+  HF_CKPT       the original Hugging Face model; its config and tokenizer files are copied (default: ~/models/Qwen3-4B)
   OUT_ROOT      converted models go to OUT_ROOT/iter_XXXXXXX (default: SAVE_PATH_hf)
   SINGLE_ITER   convert only this iteration: 99 or iter_0000099 (default: every iteration)
+  VOCAB_SIZE    rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP
+                (default: vocab_size from HF_CKPT/config.json)
   TRAINER_ROOT  slime or vime checkout with tools/convert_torch_dist_to_hf.py (default: ~/slime)
   MEGATRON_PATH Megatron-LM checkout, put on PYTHONPATH (default: TRAINER_ROOT/../Megatron-LM)
-  PYTHON        interpreter (default: python3)    DRY_RUN=1  print the commands instead of running them
-An iteration whose output folder already has a config.json is skipped, never overwritten.
+  PYTHON        interpreter with torch and the trainer's requirements (default: python3)
+  DRY_RUN=1     print the commands instead of running them
+An iteration whose output folder has a config.json is skipped: the converter copies config.json
+last, so its presence means the conversion finished. A folder without it (an interrupted
+conversion) is converted again with --force. Nothing else is ever overwritten.
 USAGE
 }
 
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  usage
-  exit 0
-fi
+case "${1:-}" in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  "") ;;
+  *)
+    echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
+    exit 2
+    ;;
+esac
 
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 OUT_ROOT=${OUT_ROOT:-${SAVE_PATH}_hf}
 SINGLE_ITER=${SINGLE_ITER:-}
+VOCAB_SIZE=${VOCAB_SIZE:-}
 CONVERTER="${TRAINER_ROOT}/tools/convert_torch_dist_to_hf.py"
 
-need_path SAVE_PATH "training save folder"
-need_path HF_CKPT "original Hugging Face model"
-need_path CONVERTER "the trainer's converter"
-report_missing
-
+require_path SAVE_PATH "training save folder"
+require_path HF_CKPT "original Hugging Face model" "the model training started from"
+[[ ! -d "${HF_CKPT}" || -f "${HF_CKPT}/config.json" ]] || problem "HF_CKPT=${HF_CKPT} has no config.json: not a Hugging Face model folder"
+require_path TRAINER_ROOT "slime or vime checkout"
+[[ ! -d "${TRAINER_ROOT}" || -f "${CONVERTER}" ]] || problem "${CONVERTER} not found: TRAINER_ROOT is not a slime or vime checkout"
+require_cmd "${PYTHON}" "a Python with torch and the trainer's requirements (PYTHON=...)"
+[[ -z "${VOCAB_SIZE}" || "${VOCAB_SIZE}" =~ ^[1-9][0-9]*$ ]] || problem "VOCAB_SIZE=${VOCAB_SIZE} must be a positive integer"
+iterations=()
 if [[ -n "${SINGLE_ITER}" ]]; then
   number=${SINGLE_ITER#iter_}
-  [[ "${number}" =~ ^[0-9]+$ ]] || die "SINGLE_ITER=${SINGLE_ITER} must be a number like 99 or iter_0000099"
-  iterations=("$(printf 'iter_%07d' "$((10#${number}))")")
-  [[ -d "${SAVE_PATH}/${iterations[0]}" ]] || die "${SAVE_PATH}/${iterations[0]} not found"
-else
+  if [[ "${number}" =~ ^[0-9]+$ ]]; then
+    iterations=("$(printf 'iter_%07d' "$((10#${number}))")")
+    [[ ! -d "${SAVE_PATH}" || -d "${SAVE_PATH}/${iterations[0]}" ]] ||
+      problem "SINGLE_ITER=${SINGLE_ITER}: ${SAVE_PATH}/${iterations[0]} not found"
+  else
+    problem "SINGLE_ITER=${SINGLE_ITER} must be a number like 99 or iter_0000099"
+  fi
+elif [[ -d "${SAVE_PATH}" ]]; then
   mapfile -t iterations < <(find "${SAVE_PATH}" -mindepth 1 -maxdepth 1 -type d -name 'iter_*' -printf '%f\n' | sort)
-  ((${#iterations[@]})) || die "no iter_* checkpoints in ${SAVE_PATH}"
+  ((${#iterations[@]})) || problem "SAVE_PATH=${SAVE_PATH} has no iter_* checkpoint folders (has training saved yet?)"
 fi
+report_problems
+
+if [[ -z "${VOCAB_SIZE}" ]]; then
+  VOCAB_SIZE=$(_CONFIG="${HF_CKPT}/config.json" "${PYTHON}" -c '
+import json, os
+config = json.load(open(os.environ["_CONFIG"]))
+print(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size") or "")')
+fi
+vocab=()
+[[ -z "${VOCAB_SIZE}" ]] || vocab=(--vocab-size "${VOCAB_SIZE}")
 
 converted=0
 skipped=0
 for iteration in "${iterations[@]}"; do
   target="${OUT_ROOT}/${iteration}"
   if [[ -f "${target}/config.json" ]]; then
-    echo "skip ${iteration}: ${target} is already converted"
+    echo "skip ${iteration}: ${target} is already converted (it has config.json)"
     skipped=$((skipped + 1))
     continue
   fi
   redo=()
-  if [[ -d "${target}" ]]; then
+  if [[ -e "${target}" ]]; then
     echo "redo ${iteration}: ${target} has no config.json (an interrupted conversion)"
     redo=(--force)
   fi
   run env PYTHONPATH="${MEGATRON_PATH}:${TRAINER_ROOT}" "${PYTHON}" "${CONVERTER}" \
-    --input-dir "${SAVE_PATH}/${iteration}" --output-dir "${target}" --origin-hf-dir "${HF_CKPT}" "${redo[@]}"
+    --input-dir "${SAVE_PATH}/${iteration}" --output-dir "${target}" --origin-hf-dir "${HF_CKPT}" \
+    "${vocab[@]}" "${redo[@]}"
   converted=$((converted + 1))
 done
-echo "converted ${converted}, skipped ${skipped} (already done); outputs in ${OUT_ROOT}"
+verb=converted
+[[ "${DRY_RUN}" != "1" ]] || verb="would convert"
+echo "${verb} ${converted}, skipped ${skipped} (already converted); outputs in ${OUT_ROOT}"

@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# RULER-HQA eval files: check which eval_<N>.json are in DATA_ROOT, fetch or build the missing ones.
+# RULER-HQA evaluation files: check which eval_<N>.json are in DATA_ROOT, and fetch or build the
+# missing ones. Every file is checked by streaming it (an eval_6400.json is ~450 MB).
 #
 #   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh              # check only
-#   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh --download   # from the Hugging Face hub
-#   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh --build-from hotpot_dev.json
+#   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh --download   # from the Hugging Face Hub
+#   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh --build-from hotpot_dev_distractor_v1.json
 set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: [VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download | --build-from RAW.json]
+usage: [VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download | --build-from RAW.json] [-h | --help]
 
-  DATA_ROOT     folder of eval_<N>.json files (default: data/ruler_hqa)
-  LENGTHS       document counts (default: "50 100 200 400 800 1600 3200 6400")
-  DOWNLOAD=1    same as --download: fetch missing files from the MemAgent dataset on the hub
-  HF_REPO       dataset repository (default: BytedTsinghua-SIA/hotpotqa)
-  HF_ENDPOINT   hub address (default: https://huggingface.co); HF_TOKEN, if needed, only from the environment
-  BUILD_FROM    same as --build-from: build missing files from raw HotpotQA/2Wiki rows with
-                mem_agent.build_long_context (for machines without hub access)
-  NUM_QUESTIONS questions per built file (default: 128)    SEED  shuffle seed for built files (default: 42)
-  PYTHON        interpreter with mem_agent installed (default: python3)    DRY_RUN=1  print, do not fetch or build
-Every present file is checked (a JSON array of objects with context, input and answers);
-the table says present, missing, downloaded, built or invalid for each length.
+  DATA_ROOT     folder of eval_<N>.json files (default: data/ruler_hqa, as run-eval.sh)
+  LENGTHS       document counts N to check (default: "50 100 200 400 800 1600 3200 6400")
+  --download    (or DOWNLOAD=1) fetch the missing files from MemAgent's dataset on the Hub:
+                HF_ENDPOINT/datasets/HF_REPO/resolve/HF_REVISION/eval_<N>.json
+    HF_ENDPOINT   default https://huggingface.co
+    HF_REPO       default BytedTsinghua-SIA/hotpotqa      HF_REVISION  default main
+    HF_TOKEN      only from the environment; sent as a header that curl reads from stdin
+  --build-from RAW.json  (or BUILD_FROM=RAW.json) build the missing files locally from raw
+                HotpotQA / 2WikiMultiHopQA rows with mem_agent.build_long_context (no Hub access needed)
+    NUM_QUESTIONS questions per built file (default: 128)    SEED  shuffle seed (default: 42)
+  PYTHON        interpreter for the checks and the builder (default: python3)
+  DRY_RUN=1     print the download or build commands instead of running them
+
+Each file must be a JSON array of objects with context, input and answers. The table gives each
+length's status (present, missing, downloaded, built, invalid, download failed, build failed),
+item count and size. Exit status: 0 when every length is ready, 1 when some are not, 2 on a
+usage error. Files that exist are never overwritten or deleted, valid or not.
 USAGE
 }
 
@@ -28,10 +35,23 @@ DOWNLOAD=${DOWNLOAD:-0}
 BUILD_FROM=${BUILD_FROM:-}
 while (($#)); do
   case "$1" in
-    -h | --help) usage; exit 0 ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
     --download) DOWNLOAD=1 ;;
-    --build-from) BUILD_FROM=${2:?--build-from needs a file}; shift ;;
-    *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    --build-from)
+      (($# > 1)) || {
+        echo "error: --build-from needs a file" >&2
+        exit 2
+      }
+      BUILD_FROM=$2
+      shift
+      ;;
+    *)
+      echo "error: unknown argument '$1' (see --help)" >&2
+      exit 2
+      ;;
   esac
   shift
 done
@@ -40,90 +60,152 @@ done
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 DATA_ROOT=${DATA_ROOT:-data/ruler_hqa}
 LENGTHS=${LENGTHS:-"50 100 200 400 800 1600 3200 6400"}
-HF_REPO=${HF_REPO:-BytedTsinghua-SIA/hotpotqa}
 HF_ENDPOINT=${HF_ENDPOINT:-https://huggingface.co}
+HF_REPO=${HF_REPO:-BytedTsinghua-SIA/hotpotqa}
+HF_REVISION=${HF_REVISION:-main}
 NUM_QUESTIONS=${NUM_QUESTIONS:-128}
 SEED=${SEED:-42}
+# mem_agent from this checkout, also where `pip install -e` was not run.
+export PYTHONPATH="${MEM_EXAMPLES_DIR}${PYTHONPATH:+:${PYTHONPATH}}"
+
 read -r -a lengths <<<"${LENGTHS}"
+((${#lengths[@]})) || problem "LENGTHS is empty"
 for n in "${lengths[@]}"; do
-  [[ "${n}" =~ ^[1-9][0-9]*$ ]] || die "LENGTHS has '${n}'; it must be positive integers"
+  [[ "${n}" =~ ^[1-9][0-9]*$ ]] || problem "LENGTHS has '${n}'; it must be positive integers"
 done
-[[ -z "${BUILD_FROM}" || -f "${BUILD_FROM}" ]] || die "--build-from ${BUILD_FROM}: file not found"
-[[ "${DOWNLOAD}" != "1" || -z "${BUILD_FROM}" ]] || die "choose one of --download and --build-from"
+[[ "${DOWNLOAD}" != "1" || -z "${BUILD_FROM}" ]] || problem "choose one of --download and --build-from"
+[[ -z "${BUILD_FROM}" || -f "${BUILD_FROM}" ]] || problem "--build-from ${BUILD_FROM}: file not found"
+[[ "${NUM_QUESTIONS}" =~ ^[1-9][0-9]*$ ]] || problem "NUM_QUESTIONS=${NUM_QUESTIONS} must be a positive integer"
+[[ "${DOWNLOAD}" != "1" ]] || require_cmd curl "it downloads the files"
+require_cmd "${PYTHON}" "it checks the files (PYTHON=...)"
+report_problems
 
-check() { # prints the item count of a valid file; fails with a one-line reason otherwise
-  "${PYTHON}" -m mem_agent.jsonstream --check "$1" --require-keys context,input,answers 2>&1
-}
-
-download() { # download N: into a temporary file, renamed only when complete
-  local n=$1 target="${DATA_ROOT}/eval_${1}.json"
-  local url="${HF_ENDPOINT%/}/datasets/${HF_REPO}/resolve/main/eval_${n}.json"
-  local curl_args=(--fail --location --silent --show-error --retry 3 --output "${target}.partial" "${url}")
-  if [[ "${DRY_RUN}" == "1" ]]; then
-    run curl "${curl_args[@]}"
+# Prints the item count of a valid file; fails with a one-line reason otherwise.
+check() {
+  local out
+  if ! out=$("${PYTHON}" -m mem_agent.jsonstream --check "$1" --require-keys context,input,answers 2>&1); then
+    out=${out##*$'\n'}
+    echo "${out#error: }"
     return 1
   fi
-  if [[ -n "${HF_TOKEN:-}" ]]; then
-    # The token goes in a header read from stdin, so it never appears in `ps` or in a log.
-    printf 'header = "Authorization: Bearer %s"\n' "${HF_TOKEN}" | curl --config - "${curl_args[@]}" || return 1
-  else
-    curl "${curl_args[@]}" || return 1
+  if [[ "${out}" == 0 ]]; then
+    echo "$1: no items"
+    return 1
   fi
-  mv "${target}.partial" "${target}"
+  echo "${out}"
 }
 
-mkdir -p "${DATA_ROOT}"
-missing=()
+# download N: into N's .partial file, renamed only once it has passed the check. Prints a reason
+# and fails when it did not work; fails quietly in a dry run, where it only prints the command.
+download() {
+  local n=$1 target="${DATA_ROOT}/eval_${1}.json" err count
+  local partial="${target}.partial"
+  local url="${HF_ENDPOINT%/}/datasets/${HF_REPO}/resolve/${HF_REVISION}/eval_${n}.json"
+  local curl_args=(--fail --location --silent --show-error --retry 3 --connect-timeout 30 --output "${partial}" "${url}")
+  # The token travels as a header in a curl config read from stdin, never as an argument, so
+  # it shows neither in `ps` nor in this script's output.
+  [[ -z "${HF_TOKEN:-}" ]] || curl_args=(--config - "${curl_args[@]}")
+  if [[ "${DRY_RUN}" == "1" ]]; then
+    run curl "${curl_args[@]}"
+    [[ -z "${HF_TOKEN:-}" ]] || echo "  HF_TOKEN=<set>: curl reads it as an Authorization header from stdin"
+    return 1
+  fi
+  mkdir -p "${DATA_ROOT}"
+  if [[ -n "${HF_TOKEN:-}" ]]; then
+    err=$(printf 'header = "Authorization: Bearer %s"\n' "${HF_TOKEN}" | curl "${curl_args[@]}" 2>&1) || {
+      rm -f "${partial}"
+      echo "${err##*$'\n'}"
+      return 1
+    }
+  else
+    err=$(curl "${curl_args[@]}" 2>&1) || {
+      rm -f "${partial}"
+      echo "${err##*$'\n'}"
+      return 1
+    }
+  fi
+  count=$(check "${partial}") || {
+    rm -f "${partial}"
+    echo "downloaded file is not a valid eval file: ${count}"
+    return 1
+  }
+  mv "${partial}" "${target}"
+  echo "${count}"
+}
+
 declare -A status items reason
+missing=()
 for n in "${lengths[@]}"; do
   file="${DATA_ROOT}/eval_${n}.json"
-  if [[ -f "${file}" ]]; then
-    if count=$(check "${file}"); then
-      status[${n}]=present
-      items[${n}]=${count}
-    else
-      status[${n}]=invalid
-      reason[${n}]="${count#error: }"
-    fi
-  else
+  if [[ ! -e "${file}" ]]; then
     status[${n}]=missing
     missing+=("${n}")
+  elif count=$(check "${file}"); then
+    status[${n}]=present
+    items[${n}]=${count}
+  else
+    status[${n}]=invalid
+    reason[${n}]=${count}
   fi
 done
 
 if ((${#missing[@]})) && [[ "${DOWNLOAD}" == "1" ]]; then
   for n in "${missing[@]}"; do
-    echo "downloading eval_${n}.json from ${HF_ENDPOINT} (${HF_REPO})"
-    if download "${n}" && count=$(check "${DATA_ROOT}/eval_${n}.json"); then
-      status[${n}]=downloaded; items[${n}]=${count}
-    elif [[ "${DRY_RUN}" != "1" ]]; then
-      rm -f "${DATA_ROOT}/eval_${n}.json.partial"
+    echo "eval_${n}.json: downloading from ${HF_ENDPOINT} (${HF_REPO})"
+    if out=$(download "${n}"); then
+      status[${n}]=downloaded
+      items[${n}]=${out}
+    elif [[ "${DRY_RUN}" == "1" ]]; then
+      echo "${out}"
+    else
       status[${n}]="download failed"
+      reason[${n}]=${out}
     fi
   done
 elif ((${#missing[@]})) && [[ -n "${BUILD_FROM}" ]]; then
-  run "${PYTHON}" -m mem_agent.build_long_context --input "${BUILD_FROM}" --num-docs "${missing[@]}" \
-    --num-questions "${NUM_QUESTIONS}" --seed "${SEED}" --out-dir "${DATA_ROOT}"
-  if [[ "${DRY_RUN}" != "1" ]]; then
+  [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${DATA_ROOT}"
+  if run "${PYTHON}" -m mem_agent.build_long_context --input "${BUILD_FROM}" --num-docs "${missing[@]}" \
+    --num-questions "${NUM_QUESTIONS}" --seed "${SEED}" --out-dir "${DATA_ROOT}" && [[ "${DRY_RUN}" != "1" ]]; then
     for n in "${missing[@]}"; do
-      if count=$(check "${DATA_ROOT}/eval_${n}.json"); then status[${n}]=built; items[${n}]=${count}; fi
+      if count=$(check "${DATA_ROOT}/eval_${n}.json"); then
+        status[${n}]=built
+        items[${n}]=${count}
+      else
+        status[${n}]="build failed"
+        reason[${n}]=${count}
+      fi
+    done
+  elif [[ "${DRY_RUN}" != "1" ]]; then
+    for n in "${missing[@]}"; do
+      status[${n}]="build failed"
     done
   fi
 fi
 
-printf '%8s | %-16s | %6s | %10s | %s\n' length status items size file
-bad=0
+human_size() {
+  [[ -f "$1" ]] || {
+    echo -
+    return
+  }
+  numfmt --to=iec --suffix=B "$(stat -c %s "$1")"
+}
+printf '%8s | %-15s | %6s | %8s | %s\n' length status items size file
+not_ready=0
 for n in "${lengths[@]}"; do
   file="${DATA_ROOT}/eval_${n}.json"
-  size=-
-  [[ -f "${file}" ]] && size=$(du -h "${file}" | cut -f1)
-  printf '%8s | %-16s | %6s | %10s | %s\n' "${n}" "${status[${n}]}" "${items[${n}]:--}" "${size}" "${file}"
-  [[ "${status[${n}]}" == present || "${status[${n}]}" == downloaded || "${status[${n}]}" == built ]] || bad=$((bad + 1))
+  printf '%8s | %-15s | %6s | %8s | %s\n' "${n}" "${status[${n}]}" "${items[${n}]:--}" "$(human_size "${file}")" "${file}"
+  case "${status[${n}]}" in
+    present | downloaded | built) ;;
+    *) not_ready=$((not_ready + 1)) ;;
+  esac
 done
-for n in "${!reason[@]}"; do
-  echo "eval_${n}.json: ${reason[${n}]}" >&2
+for n in "${lengths[@]}"; do
+  [[ -z "${reason[${n}]:-}" ]] || echo "eval_${n}.json: ${reason[${n}]}" >&2
 done
-if ((bad)); then
-  echo "${bad} length(s) not ready: use --download (hub access) or --build-from RAW.json" >&2
+if ((not_ready)); then
+  {
+    echo "${not_ready} length(s) not ready. Missing files: --download (Hub access) or --build-from RAW.json."
+    echo "An invalid file is left as it is: move it aside, then run this again."
+  } >&2
   exit 1
 fi

@@ -1,47 +1,77 @@
 #!/usr/bin/env bash
-# GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout).
+# GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout):
+# validate everything, start a Ray head on this node, submit the trainer's train.py with the
+# mem_agent hooks, and stop only the Ray head this script started.
 #
 #   TRAINER_ROOT=~/slime HF_CKPT=~/models/Qwen3-4B TORCH_DIST=~/models/Qwen3-4B_torch_dist \
-#   TRAIN_DATA=~/data/hotpotqa_train.jsonl bash examples/mem_agent/run-qwen3-4b-train.sh
-#   DRY_RUN=1 ... prints every command instead of running it.
+#   TRAIN_DATA=~/mem_agent_data/hotpotqa_train.jsonl bash examples/mem_agent/run-qwen3-4b-train.sh
+#
+# The hooks are imported inside the trainer's Ray actors, on every node: run `pip install -e <this
+# repo>` on each node (the job's PYTHONPATH also holds this checkout's examples/ folder, which is
+# enough where the checkout is on a shared file system).
 set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: [VAR=value ...] bash examples/mem_agent/run-qwen3-4b-train.sh
+usage: [VAR=value ...] bash examples/mem_agent/run-qwen3-4b-train.sh [-h | --help]
 
-Paths
-  TRAINER_ROOT      slime or vime checkout, run from there (default: ~/slime)
-  HOST_TRAINER      slime | vime (default: detected from TRAINER_ROOT)
-  MEGATRON_PATH     Megatron-LM checkout (default: TRAINER_ROOT/../Megatron-LM)
+Paths (relative paths are made absolute)
+  TRAINER_ROOT      slime or vime checkout (default: ~/slime)
+  HOST_TRAINER      slime | vime (default: detected: TRAINER_ROOT has a slime/ or vime/ folder)
+  MEGATRON_PATH     Megatron-LM checkout, put on the workers' PYTHONPATH (default: TRAINER_ROOT/../Megatron-LM)
   HF_CKPT           Qwen3-4B in Hugging Face format (default: ~/models/Qwen3-4B)
-  TORCH_DIST        the same in Megatron torch_dist format, from the trainer's
+  TORCH_DIST        the same in Megatron torch_dist format, made by the trainer's
                     tools/convert_hf_to_torch_dist.py (default: ~/models/Qwen3-4B_torch_dist)
   TRAIN_DATA        JSONL from `python -m mem_agent.prepare_data` (default: ~/mem_agent_data/hotpotqa_train.jsonl)
-  SAVE_PATH         checkpoints go here as iter_XXXXXXX (default: ~/mem_agent_runs/qwen3-4b-memagent)
-Recipe (MemAgent's GRPO settings)
-  NUM_ROLLOUT=100  ROLLOUT_BATCH_SIZE=128  N_SAMPLES=16  GLOBAL_BATCH_SIZE=2048  SAVE_INTERVAL=50
-  LR=1e-6  LR_WARMUP_ITERS=20  KL_COEF=0.001 (low_var_kl)  EPS_CLIP=0.2  EPS_CLIP_HIGH=0.2  TEMPERATURE=1.0
-  ROLLOUT_MAX_RESPONSE_LEN=1024 (the host's budget; each turn's is MEM_MAX_MEMORY / MEM_MAX_FINAL)
-  MEM_* agent settings are forwarded to every worker when set (see the README's settings table)
+  SAVE_PATH         checkpoints (iter_XXXXXXX), Ray logs and the head's log (default: ~/mem_agent_runs/qwen3-4b-memagent)
+Recipe (MemAgent's GRPO)
+  NUM_ROLLOUT=100  ROLLOUT_BATCH_SIZE=128 (prompts per rollout)  N_SAMPLES=16 (trajectories per prompt)
+  GLOBAL_BATCH_SIZE (default: ROLLOUT_BATCH_SIZE x N_SAMPLES; slime HEAD counts trajectories, so
+                    that is one step per rollout; vime and slime v0.2 count turn rows)
+  SAVE_INTERVAL=50  LR=1e-6  LR_WARMUP_ITERS=20  KL_COEF=0.001 (low_var_kl)  EPS_CLIP=0.2  EPS_CLIP_HIGH=0.2
+  TEMPERATURE=1.0   ROLLOUT_MAX_RESPONSE_LEN=1024 (the host's budget; each turn uses MEM_MAX_MEMORY / MEM_MAX_FINAL)
+  MEM_*             agent settings (chunk size, memory size, mode, ...; see the README's settings table),
+                    validated here and sent to every worker only when set; Python owns their defaults
+Evaluation during training (off unless EVAL_DATA is set)
+  EVAL_DATA         JSONL from mem_agent.prepare_data    EVAL_INTERVAL=20
+  EVAL_TEMPERATURE=0.7  EVAL_TOP_P=0.95 (MemAgent's evaluation sampling)
 Cluster
-  NNODES=1  GPUS_PER_NODE=8  MASTER_ADDR=127.0.0.1  RAY_PORT=6379  RAY_DASHBOARD_HOST=127.0.0.1
-  RAY_DASHBOARD_PORT=8265  USE_EXISTING_RAY=1 (submit to a running cluster)  JOIN=1 (on a worker node: join
-  MASTER_ADDR's cluster and wait)  KEEP_RAY=1 (leave the head we started running)  ASYNC=1 (train_async.py,
-  not colocated)
+  NNODES=1  GPUS_PER_NODE=8  MASTER_ADDR=127.0.0.1 (set this node's address when NNODES > 1)
+  RAY_PORT=6379  RAY_DASHBOARD_HOST=127.0.0.1  RAY_DASHBOARD_PORT=8265  RAY_AGENT_PORT=52365  RAY_CLIENT_PORT=10001
+                    (a second Ray head on one node needs all four set apart; taken ports are reported)
+  RAY_JOB_ADDRESS   where jobs are submitted (default: http://RAY_DASHBOARD_HOST:RAY_DASHBOARD_PORT)
+  RAY_TEMP_DIR      the head's Ray folder (default: SAVE_PATH/ray, or a short folder under TMPDIR when
+                    that path is too long for Ray's unix sockets)
+  JOIN=1            on another node: join MASTER_ADDR's cluster and wait (Ctrl-C leaves)
+  USE_EXISTING_RAY=1  submit to a cluster you started yourself; start no head
+  KEEP_RAY=1        leave the head this script started running when it exits
+  RAY_START_TIMEOUT=180  RAY_STOP_TIMEOUT=60 (seconds)
+  SUBMISSION_ID     the Ray job's id (default: mem_agent_qwen3_4b_<date>_<pid>)
+  ASYNC=1           train_async.py, not colocated: ACTOR_GPUS_PER_NODE (default: GPUS_PER_NODE / 2) train,
+                    ROLLOUT_NUM_GPUS (default: the rest of all nodes' GPUs) generate
 Performance
-  TP=2  ROLLOUT_GPUS_PER_ENGINE=1  MAX_TOKENS_PER_GPU=9216  SGLANG_MEM_FRACTION=0.7 (slime)
-  VLLM_GPU_MEMORY_UTILIZATION=0.7 (vime)  SERVER_CONCURRENCY=64
-Extra
-  WANDB_PROJECT, WANDB_GROUP (logging on when WANDB_PROJECT is set; WANDB_API_KEY only from the environment)
-  EXTRA_BACKEND_ARGS, EXTRA_ARGS (appended, word-split)  PYTHON=python3  DRY_RUN=1
+  TP=2  PP=1  CP=1  MAX_TOKENS_PER_GPU=9216  ROLLOUT_GPUS_PER_ENGINE=1  SERVER_CONCURRENCY=64
+  SGLANG_MEM_FRACTION=0.7 (slime)  VLLM_GPU_MEMORY_UTILIZATION=0.7 (vime)
+Logging and extras
+  WANDB_PROJECT     turns on Weights & Biases (WANDB_GROUP, default qwen3-4b-memagent); WANDB_API_KEY
+                    is read by the workers from the environment of `ray start` on each node, never
+                    put on a command line
+  EXTRA_BACKEND_ARGS, EXTRA_ARGS   more trainer flags, appended as words
+  PYTHON=python3    DRY_RUN=1 (print every command, start nothing)
 USAGE
 }
 
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  usage
-  exit 0
-fi
+case "${1:-}" in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  "") ;;
+  *)
+    echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
+    exit 2
+    ;;
+esac
 
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
@@ -49,7 +79,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 NUM_ROLLOUT=${NUM_ROLLOUT:-100}
 ROLLOUT_BATCH_SIZE=${ROLLOUT_BATCH_SIZE:-128}
 N_SAMPLES=${N_SAMPLES:-16}
-GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE:-2048}
+GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE:-}
 SAVE_INTERVAL=${SAVE_INTERVAL:-50}
 LR=${LR:-1e-6}
 LR_WARMUP_ITERS=${LR_WARMUP_ITERS:-20}
@@ -57,64 +87,146 @@ KL_COEF=${KL_COEF:-0.001}
 EPS_CLIP=${EPS_CLIP:-0.2}
 EPS_CLIP_HIGH=${EPS_CLIP_HIGH:-0.2}
 TEMPERATURE=${TEMPERATURE:-1.0}
-ROLLOUT_MAX_RESPONSE_LEN=${ROLLOUT_MAX_RESPONSE_LEN:-1024} # the host's own budget; turns use MEM_MAX_MEMORY/FINAL
+ROLLOUT_MAX_RESPONSE_LEN=${ROLLOUT_MAX_RESPONSE_LEN:-1024}
+EVAL_DATA=${EVAL_DATA:-}
+EVAL_INTERVAL=${EVAL_INTERVAL:-20}
+EVAL_TEMPERATURE=${EVAL_TEMPERATURE:-0.7}
+EVAL_TOP_P=${EVAL_TOP_P:-0.95}
 NNODES=${NNODES:-1}
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}
 MASTER_ADDR=${MASTER_ADDR:-127.0.0.1}
 RAY_PORT=${RAY_PORT:-6379}
 RAY_DASHBOARD_HOST=${RAY_DASHBOARD_HOST:-127.0.0.1}
 RAY_DASHBOARD_PORT=${RAY_DASHBOARD_PORT:-8265}
-USE_EXISTING_RAY=${USE_EXISTING_RAY:-0}
+RAY_AGENT_PORT=${RAY_AGENT_PORT:-52365}
+RAY_CLIENT_PORT=${RAY_CLIENT_PORT:-10001}
+RAY_JOB_ADDRESS=${RAY_JOB_ADDRESS:-http://${RAY_DASHBOARD_HOST}:${RAY_DASHBOARD_PORT}}
+RAY_TEMP_DIR=${RAY_TEMP_DIR:-}
+RAY_START_TIMEOUT=${RAY_START_TIMEOUT:-180}
+RAY_STOP_TIMEOUT=${RAY_STOP_TIMEOUT:-60}
+SUBMISSION_ID=${SUBMISSION_ID:-mem_agent_qwen3_4b_$(date +%Y%m%d_%H%M%S)_$$}
 JOIN=${JOIN:-0}
+USE_EXISTING_RAY=${USE_EXISTING_RAY:-0}
 KEEP_RAY=${KEEP_RAY:-0}
 ASYNC=${ASYNC:-0}
 TP=${TP:-2}
-ROLLOUT_GPUS_PER_ENGINE=${ROLLOUT_GPUS_PER_ENGINE:-1}
+PP=${PP:-1}
+CP=${CP:-1}
 MAX_TOKENS_PER_GPU=${MAX_TOKENS_PER_GPU:-9216}
+ROLLOUT_GPUS_PER_ENGINE=${ROLLOUT_GPUS_PER_ENGINE:-1}
+SERVER_CONCURRENCY=${SERVER_CONCURRENCY:-64}
 SGLANG_MEM_FRACTION=${SGLANG_MEM_FRACTION:-0.7}
 VLLM_GPU_MEMORY_UTILIZATION=${VLLM_GPU_MEMORY_UTILIZATION:-0.7}
-SERVER_CONCURRENCY=${SERVER_CONCURRENCY:-64}
-RAY_START_TIMEOUT=${RAY_START_TIMEOUT:-120}
+WANDB_PROJECT=${WANDB_PROJECT:-}
+WANDB_GROUP=${WANDB_GROUP:-qwen3-4b-memagent}
+EXTRA_BACKEND_ARGS=${EXTRA_BACKEND_ARGS:-}
+EXTRA_ARGS=${EXTRA_ARGS:-}
+# Ray's unix socket paths (RAY_TEMP_DIR/session_<date>_<pid>/sockets/plasma_store) must stay
+# under 108 bytes; the part Ray appends takes up to 67.
+RAY_TEMP_DIR_MAX=40
 
+require_count() { # require_count VAR: a positive integer
+  [[ "${!1}" =~ ^[1-9][0-9]*$ ]] || problem "$1=${!1} must be a positive integer"
+}
+is_loopback() {
+  [[ "$1" == 127.* || "$1" == localhost || "$1" == ::1 ]]
+}
+# True when a TCP socket of this node listens on the port, on any address (Linux's socket tables;
+# state 0A is LISTEN). Ray's agents bind the node's own address, so asking 127.0.0.1 is not enough.
+port_in_use() {
+  local hex
+  hex=$(printf ':%04X' "$1")
+  awk -v port="${hex}" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# ---- JOIN=1: this node joins the head's cluster and stays in the foreground -------------------
 if [[ "${JOIN}" == "1" ]]; then
-  need_cmd ray "install the trainer's requirements on this node"
-  report_missing
-  echo "joining the Ray cluster at ${MASTER_ADDR}:${RAY_PORT}; Ctrl-C leaves it"
+  require_count GPUS_PER_NODE
+  require_cmd ray "install the trainer's requirements on this node"
+  ! is_loopback "${MASTER_ADDR}" || problem "JOIN=1 needs MASTER_ADDR set to the head node's address, not ${MASTER_ADDR}"
+  report_problems
+  echo "joining the Ray cluster at ${MASTER_ADDR}:${RAY_PORT}; Ctrl-C (or SIGTERM) leaves it"
   run ray start --address "${MASTER_ADDR}:${RAY_PORT}" --num-gpus "${GPUS_PER_NODE}" --disable-usage-stats --block
   exit 0
 fi
 
-HOST=$(detect_host_trainer)
-need_path TRAINER_ROOT "slime or vime checkout"
-[[ "${HOST}" != "unknown" ]] || MISSING+=("HOST_TRAINER: ${TRAINER_ROOT} has neither slime/ nor vime/; set HOST_TRAINER")
-need_path MEGATRON_PATH "Megatron-LM checkout"
-need_path HF_CKPT "Hugging Face checkpoint"
-need_path TORCH_DIST "Megatron torch_dist checkpoint"
-need_path TRAIN_DATA "training JSONL"
-need_cmd ray "install the trainer's requirements"
-need_cmd "${PYTHON}" "a Python with the trainer and mem_agent installed"
-report_missing
+# ---- validate everything before anything starts ----------------------------------------------
+make_absolute TRAINER_ROOT MEGATRON_PATH HF_CKPT TORCH_DIST TRAIN_DATA SAVE_PATH EVAL_DATA
+require_path TRAINER_ROOT "slime or vime checkout" "git clone https://github.com/THUDM/slime or vllm-project/vime"
+resolve_host_trainer
+require_path MEGATRON_PATH "Megatron-LM checkout"
+require_path HF_CKPT "Qwen3-4B in Hugging Face format"
+require_path TORCH_DIST "Megatron torch_dist checkpoint" "make it with the trainer's tools/convert_hf_to_torch_dist.py"
+require_path TRAIN_DATA "training JSONL" "make it with python -m mem_agent.prepare_data"
+[[ -z "${EVAL_DATA}" ]] || require_path EVAL_DATA "evaluation JSONL"
 TRAIN_SCRIPT=train.py
 [[ "${ASYNC}" == "1" ]] && TRAIN_SCRIPT=train_async.py
-[[ -f "${TRAINER_ROOT}/${TRAIN_SCRIPT}" ]] || die "${TRAINER_ROOT}/${TRAIN_SCRIPT} not found"
+[[ ! -d "${TRAINER_ROOT}" || -f "${TRAINER_ROOT}/${TRAIN_SCRIPT}" ]] ||
+  problem "${TRAINER_ROOT}/${TRAIN_SCRIPT} not found: TRAINER_ROOT is not a slime or vime checkout"
+for knob in NUM_ROLLOUT ROLLOUT_BATCH_SIZE N_SAMPLES SAVE_INTERVAL NNODES GPUS_PER_NODE RAY_PORT RAY_DASHBOARD_PORT \
+  RAY_AGENT_PORT RAY_CLIENT_PORT TP PP CP MAX_TOKENS_PER_GPU ROLLOUT_GPUS_PER_ENGINE SERVER_CONCURRENCY RAY_START_TIMEOUT RAY_STOP_TIMEOUT; do
+  require_count "${knob}"
+done
+[[ -z "${GLOBAL_BATCH_SIZE}" ]] || require_count GLOBAL_BATCH_SIZE
+if ((${#PROBLEMS[@]} == 0)); then
+  GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE:-$((ROLLOUT_BATCH_SIZE * N_SAMPLES))}
+  if ((NNODES > 1)) && is_loopback "${MASTER_ADDR}"; then
+    problem "NNODES=${NNODES} needs MASTER_ADDR set to this node's address that the other nodes can reach"
+  fi
+fi
+require_cmd ray "install the trainer's requirements (ray[default], for the job API)"
+require_cmd "${PYTHON}" "a Python that can import mem_agent.config (PYTHON=...)"
+check_mem_settings
+if [[ "${USE_EXISTING_RAY}" != "1" ]]; then
+  require_cmd setsid "util-linux; it puts the Ray head in its own session so that only it is stopped"
+  if [[ -z "${RAY_TEMP_DIR}" ]]; then
+    RAY_TEMP_DIR="${SAVE_PATH}/ray"
+    ((${#RAY_TEMP_DIR} <= RAY_TEMP_DIR_MAX)) || RAY_TEMP_DIR="${TMPDIR:-/tmp}/ray_mem_agent_$(id -u)_${RAY_PORT}"
+  fi
+  make_absolute RAY_TEMP_DIR
+  ((${#RAY_TEMP_DIR} <= RAY_TEMP_DIR_MAX)) ||
+    problem "RAY_TEMP_DIR=${RAY_TEMP_DIR} is longer than ${RAY_TEMP_DIR_MAX} characters: Ray's unix socket paths under it would not fit; choose a shorter folder"
+  # Two Ray heads on one node collide on these ports unless told apart; a head whose job agent
+  # cannot bind refuses every job ("No available agent"), so a taken port is a problem here.
+  if [[ "${DRY_RUN}" != "1" ]]; then
+    ! port_in_use "${RAY_PORT}" ||
+      problem "port ${RAY_PORT} (RAY_PORT) is already in use (another Ray cluster?): USE_EXISTING_RAY=1 submits to it, or set RAY_PORT"
+    for knob in RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT; do
+      ! port_in_use "${!knob}" || problem "port ${!knob} (${knob}) is already in use (another Ray on this node?): set ${knob}"
+    done
+  fi
+elif [[ "${DRY_RUN}" != "1" ]] && command -v ray >/dev/null 2>&1; then
+  ray job list --address "${RAY_JOB_ADDRESS}" >/dev/null 2>&1 ||
+    problem "USE_EXISTING_RAY=1 but no Ray job API answers at RAY_JOB_ADDRESS=${RAY_JOB_ADDRESS}"
+fi
+report_problems
 
+# ---- the trainer's arguments, grouped by concern ----------------------------------------------
+# Qwen3-4B as the trainer's scripts/models/qwen3-4B.sh describes it. Its input and output
+# embeddings are tied, so --untie-embeddings-and-output-weights must not be passed.
 MODEL_ARGS=(
   --swiglu --num-layers 36 --hidden-size 2560 --ffn-hidden-size 9728
   --num-attention-heads 32 --group-query-attention --num-query-groups 8 --kv-channels 128
   --use-rotary-position-embeddings --rotary-base 1000000 --disable-bias-linear
   --normalization RMSNorm --norm-epsilon 1e-6 --vocab-size 151936 --qk-layernorm
 )
+# --ref-load is the frozen KL reference; --load falls back to it on the first run and resumes
+# from SAVE_PATH's latest iter_* afterwards.
 CKPT_ARGS=(
   --hf-checkpoint "${HF_CKPT}" --ref-load "${TORCH_DIST}"
   --load "${SAVE_PATH}" --save "${SAVE_PATH}" --save-interval "${SAVE_INTERVAL}"
 )
+# No --apply-chat-template: every turn builds its own chat from the raw question (the hooks
+# refuse the flag). The document travels in metadata.context.
 ROLLOUT_ARGS=(
   --prompt-data "${TRAIN_DATA}" --input-key prompt --label-key label --metadata-key metadata
   --rollout-shuffle --num-rollout "${NUM_ROLLOUT}" --rollout-batch-size "${ROLLOUT_BATCH_SIZE}"
   --n-samples-per-prompt "${N_SAMPLES}" --rollout-temperature "${TEMPERATURE}"
   --rollout-max-response-len "${ROLLOUT_MAX_RESPONSE_LEN}" --global-batch-size "${GLOBAL_BATCH_SIZE}"
 )
-# The memory agent: our generate hook runs every turn; every turn becomes its own training row.
+# The memory agent: generate runs every turn of a trajectory and returns one sample per turn;
+# the reward and advantages are per trajectory, broadcast to its turns.
 CUSTOM_ARGS=(
   --custom-generate-function-path mem_agent.rollout.generate
   --custom-rm-path mem_agent.rollout.reward
@@ -129,16 +241,25 @@ OPTIMIZER_ARGS=(
   --optimizer adam --lr "${LR}" --lr-warmup-iters "${LR_WARMUP_ITERS}" --lr-decay-style constant
   --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98
 )
+# One training row is one turn (question + memory + 5000-token chunk + response), ~7.5K tokens.
 PERF_ARGS=(
-  --tensor-model-parallel-size "${TP}" --sequence-parallel --pipeline-model-parallel-size 1
-  --context-parallel-size 1 --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
-  --use-dynamic-batch-size --max-tokens-per-gpu "${MAX_TOKENS_PER_GPU}"
+  --tensor-model-parallel-size "${TP}" --sequence-parallel --pipeline-model-parallel-size "${PP}"
+  --context-parallel-size "${CP}" --recompute-granularity full --recompute-method uniform
+  --recompute-num-layers 1 --use-dynamic-batch-size --max-tokens-per-gpu "${MAX_TOKENS_PER_GPU}"
 )
 MISC_ARGS=(
   --attention-dropout 0.0 --hidden-dropout 0.0 --accumulate-allreduce-grads-in-fp32
   --attention-softmax-in-fp32 --attention-backend flash
 )
-if [[ "${HOST}" == "slime" ]]; then
+EVAL_ARGS=()
+if [[ -n "${EVAL_DATA}" ]]; then
+  EVAL_ARGS=(--eval-interval "${EVAL_INTERVAL}" --eval-prompt-data hotpotqa "${EVAL_DATA}"
+    --n-samples-per-eval-prompt 1 --eval-temperature "${EVAL_TEMPERATURE}" --eval-top-p "${EVAL_TOP_P}")
+fi
+# The only flags that differ between the hosts: slime's SGLang engines take --sglang-*, vime's
+# vLLM engines --vllm-* (vLLM's own engine flags, prefixed). The hooks find the router through
+# args.sglang_router_ip/port or args.vllm_router_ip/port, which the host fills in itself.
+if [[ "${HOST_TRAINER}" == slime ]]; then
   BACKEND_ARGS=(--rollout-num-gpus-per-engine "${ROLLOUT_GPUS_PER_ENGINE}"
     --sglang-mem-fraction-static "${SGLANG_MEM_FRACTION}" --sglang-server-concurrency "${SERVER_CONCURRENCY}")
 else
@@ -146,57 +267,126 @@ else
     --vllm-gpu-memory-utilization "${VLLM_GPU_MEMORY_UTILIZATION}" --vllm-server-concurrency "${SERVER_CONCURRENCY}")
 fi
 WANDB_ARGS=()
-if [[ -n "${WANDB_PROJECT:-}" ]]; then
-  WANDB_ARGS=(--use-wandb --wandb-project "${WANDB_PROJECT}" --wandb-group "${WANDB_GROUP:-qwen3-4b-memagent}")
+[[ -z "${WANDB_PROJECT}" ]] || WANDB_ARGS=(--use-wandb --wandb-project "${WANDB_PROJECT}" --wandb-group "${WANDB_GROUP}")
+read -r -a EXTRA_BACKEND <<<"${EXTRA_BACKEND_ARGS}"
+read -r -a EXTRA <<<"${EXTRA_ARGS}"
+if [[ "${ASYNC}" == "1" ]]; then # train_async.py cannot colocate: training and rollout get their own GPUs
+  ACTOR_GPUS_PER_NODE=${ACTOR_GPUS_PER_NODE:-$((GPUS_PER_NODE / 2))}
+  ROLLOUT_NUM_GPUS=${ROLLOUT_NUM_GPUS:-$((NNODES * (GPUS_PER_NODE - ACTOR_GPUS_PER_NODE)))}
+  require_count ACTOR_GPUS_PER_NODE
+  require_count ROLLOUT_NUM_GPUS
+  report_problems
+  CLUSTER_ARGS=(--actor-num-nodes "${NNODES}" --actor-num-gpus-per-node "${ACTOR_GPUS_PER_NODE}"
+    --rollout-num-gpus "${ROLLOUT_NUM_GPUS}")
+else
+  CLUSTER_ARGS=(--actor-num-nodes "${NNODES}" --actor-num-gpus-per-node "${GPUS_PER_NODE}" --colocate)
 fi
-read -r -a EXTRA_BACKEND <<<"${EXTRA_BACKEND_ARGS:-}"
-read -r -a EXTRA <<<"${EXTRA_ARGS:-}"
-CLUSTER_ARGS=(--actor-num-nodes "${NNODES}" --actor-num-gpus-per-node "${GPUS_PER_NODE}")
-[[ "${ASYNC}" == "1" ]] || CLUSTER_ARGS+=(--colocate) # train_async.py cannot colocate
 
-RAY_PGID=""
+# ---- the Ray head: started in its own session, stopped by that session only ------------------
+# `ray stop` kills every Ray process of the node, other users' clusters included, so it is never
+# used. `setsid ray start --head --block` makes the head the leader of a new session: its GCS,
+# raylet, dashboard and worker processes all stay in that session, and SIGTERM to the leader's
+# process group makes Ray drain and shut down exactly this head (verified with Ray 2.x: about
+# 30 s, other clusters on the node untouched). Whatever is left after RAY_STOP_TIMEOUT, and
+# still in our session, gets SIGKILL.
+RAY_HEAD_PID=""
+session_pids() { # live (not zombie) processes of the head's session
+  ps -eo pid=,sid=,stat= | awk -v sid="${RAY_HEAD_PID}" '$2 == sid && $3 !~ /^Z/ { print $1 }'
+}
+wait_for_session_end() { # wait_for_session_end SECONDS: true once the session is empty
+  local waited=0
+  while [[ -n "$(session_pids)" ]]; do
+    ((waited < $1)) || return 1
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
 stop_ray_head() {
-  if [[ -n "${RAY_PGID}" && "${KEEP_RAY}" != "1" ]]; then
-    echo "stopping the Ray head this script started (process group ${RAY_PGID})"
-    kill -TERM -- "-${RAY_PGID}" 2>/dev/null || true
+  [[ -n "${RAY_HEAD_PID}" ]] || return 0
+  if [[ "${KEEP_RAY}" == "1" ]]; then
+    echo "leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -${RAY_HEAD_PID}"
+    return 0
   fi
+  echo "stopping the Ray head this script started (session ${RAY_HEAD_PID})"
+  kill -TERM -- "-${RAY_HEAD_PID}" 2>/dev/null || true
+  wait_for_session_end "${RAY_STOP_TIMEOUT}" && return 0
+  local pid
+  for pid in $(session_pids); do
+    echo "  pid ${pid} still running after ${RAY_STOP_TIMEOUT} s: SIGKILL"
+    kill -KILL "${pid}" 2>/dev/null || true
+  done
+  wait_for_session_end 10 || echo "warning: processes of session ${RAY_HEAD_PID} outlived SIGKILL: $(session_pids | xargs)" >&2
 }
 
 start_ray_head() {
-  local log="${SAVE_PATH}/ray_head.log"
+  local log="${SAVE_PATH}/ray_head.log" waited=0
   local head=(ray start --head --node-ip-address "${MASTER_ADDR}" --port "${RAY_PORT}" --num-gpus "${GPUS_PER_NODE}"
-    --disable-usage-stats --dashboard-host "${RAY_DASHBOARD_HOST}" --dashboard-port "${RAY_DASHBOARD_PORT}" --block)
+    --disable-usage-stats --dashboard-host "${RAY_DASHBOARD_HOST}" --dashboard-port "${RAY_DASHBOARD_PORT}"
+    --dashboard-agent-listen-port "${RAY_AGENT_PORT}" --ray-client-server-port "${RAY_CLIENT_PORT}"
+    --temp-dir "${RAY_TEMP_DIR}" --block)
   if [[ "${DRY_RUN}" == "1" ]]; then
-    run "${head[@]}"
-    return
+    run setsid "${head[@]}"
+    return 0
   fi
-  mkdir -p "${SAVE_PATH}"
-  # --block keeps `ray start` in the foreground of its own session: signalling that process group
-  # (and Ray's reaper, which follows its parent) stops exactly this head and nothing else.
-  setsid "${head[@]}" >"${log}" 2>&1 </dev/null &
-  RAY_PGID=$!
+  mkdir -p "${SAVE_PATH}" "${RAY_TEMP_DIR}"
   trap stop_ray_head EXIT
-  local waited=0
-  until ray status --address "${MASTER_ADDR}:${RAY_PORT}" >/dev/null 2>&1; do
-    kill -0 "${RAY_PGID}" 2>/dev/null || { tail -n 20 "${log}" >&2; die "ray start failed; log: ${log}"; }
-    ((waited < RAY_START_TIMEOUT)) || die "Ray head not up after ${RAY_START_TIMEOUT} s; log: ${log}"
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  # The head is started from TRAINER_ROOT: Ray workers of a job without a working_dir run in the
+  # folder their raylet was started from, and the trainers' own scripts rely on that.
+  (cd "${TRAINER_ROOT}" && exec setsid "${head[@]}") >"${log}" 2>&1 </dev/null &
+  RAY_HEAD_PID=$!
+  echo "starting the Ray head (pid ${RAY_HEAD_PID}, log ${log}, Ray folder ${RAY_TEMP_DIR})"
+  until ray job list --address "${RAY_JOB_ADDRESS}" >/dev/null 2>&1; do
+    if ! kill -0 "${RAY_HEAD_PID}" 2>/dev/null; then
+      tail -n 20 "${log}" >&2
+      die "ray start exited; see ${log}"
+    fi
+    ((waited < RAY_START_TIMEOUT)) ||
+      die "the Ray job API did not answer at ${RAY_JOB_ADDRESS} within ${RAY_START_TIMEOUT} s (is ray[default] installed?); see ${log}"
     sleep 2
     waited=$((waited + 2))
   done
-  echo "Ray head up at ${MASTER_ADDR}:${RAY_PORT} (dashboard ${RAY_DASHBOARD_HOST}:${RAY_DASHBOARD_PORT}, log ${log})"
+  echo "Ray head up at ${MASTER_ADDR}:${RAY_PORT} after ${waited} s (jobs: ${RAY_JOB_ADDRESS})"
 }
 
-if [[ "${USE_EXISTING_RAY}" != "1" ]]; then
+# ---- run ---------------------------------------------------------------------------------------
+echo "host trainer: ${HOST_TRAINER} (${TRAINER_ROOT}), ${TRAIN_SCRIPT}, ${NNODES} node(s) x ${GPUS_PER_NODE} GPU(s)"
+if [[ -n "${WANDB_PROJECT}" ]]; then
+  if [[ -n "${WANDB_API_KEY:-}" ]]; then
+    echo "wandb: project ${WANDB_PROJECT}; WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"
+  else
+    echo "wandb: project ${WANDB_PROJECT}; WANDB_API_KEY is not set here: export it (or run wandb login) on every node before ray start"
+  fi
+fi
+if [[ "${USE_EXISTING_RAY}" == "1" ]]; then
+  echo "submitting to the existing Ray cluster at ${RAY_JOB_ADDRESS} (no head started)"
+else
   start_ray_head
 fi
 if ((NNODES > 1)); then
-  echo "on each of the other $((NNODES - 1)) node(s), run: MASTER_ADDR=${MASTER_ADDR} RAY_PORT=${RAY_PORT} JOIN=1 bash $0"
+  echo "on each of the other $((NNODES - 1)) node(s), run:" \
+    "MASTER_ADDR=${MASTER_ADDR} RAY_PORT=${RAY_PORT} GPUS_PER_NODE=${GPUS_PER_NODE} JOIN=1 bash ${MEM_AGENT_DIR}/run-qwen3-4b-train.sh" \
+    "(the job waits until their GPUs have joined)"
 fi
 
-echo "host trainer: ${HOST} (${TRAINER_ROOT}); runtime env: $(runtime_env_json)"
-cd "${TRAINER_ROOT}"
-run ray job submit --address "http://${RAY_DASHBOARD_HOST}:${RAY_DASHBOARD_PORT}" \
-  --runtime-env-json "$(runtime_env_json)" -- \
-  "${PYTHON}" "${TRAIN_SCRIPT}" "${CLUSTER_ARGS[@]}" "${MODEL_ARGS[@]}" "${CKPT_ARGS[@]}" "${ROLLOUT_ARGS[@]}" \
-  "${CUSTOM_ARGS[@]}" "${GRPO_ARGS[@]}" "${OPTIMIZER_ARGS[@]}" "${PERF_ARGS[@]}" "${MISC_ARGS[@]}" \
-  "${BACKEND_ARGS[@]}" "${EXTRA_BACKEND[@]}" "${WANDB_ARGS[@]}" "${EXTRA[@]}"
+RUNTIME_ENV=$(mem_env_json)
+echo "runtime env: ${RUNTIME_ENV}"
+JOB=(ray job submit --address "${RAY_JOB_ADDRESS}" --submission-id "${SUBMISSION_ID}" --runtime-env-json "${RUNTIME_ENV}"
+  -- "${PYTHON}" "${TRAINER_ROOT}/${TRAIN_SCRIPT}" "${CLUSTER_ARGS[@]}" "${MODEL_ARGS[@]}" "${CKPT_ARGS[@]}"
+  "${ROLLOUT_ARGS[@]}" "${CUSTOM_ARGS[@]}" "${GRPO_ARGS[@]}" "${OPTIMIZER_ARGS[@]}" "${PERF_ARGS[@]}"
+  "${MISC_ARGS[@]}" "${EVAL_ARGS[@]}" "${BACKEND_ARGS[@]}" "${EXTRA_BACKEND[@]}" "${WANDB_ARGS[@]}" "${EXTRA[@]}")
+# A fresh head answers the job API a little before its node's agent can take a job ("No
+# available agent"): a submission that never created the job is tried again, one whose job ran
+# and failed is not.
+deadline=$((SECONDS + RAY_START_TIMEOUT))
+until run "${JOB[@]}"; do
+  if ray job status --address "${RAY_JOB_ADDRESS}" "${SUBMISSION_ID}" >/dev/null 2>&1; then
+    echo "error: job ${SUBMISSION_ID} failed; its log: ray job logs --address ${RAY_JOB_ADDRESS} ${SUBMISSION_ID}" >&2
+    exit 1
+  fi
+  ((SECONDS < deadline)) || die "could not submit the job to ${RAY_JOB_ADDRESS} within ${RAY_START_TIMEOUT} s"
+  echo "the Ray job API cannot take the job yet; submitting again in 5 s"
+  sleep 5
+done
+[[ "${DRY_RUN}" == "1" ]] || echo "training finished; checkpoints in ${SAVE_PATH} (convert them with convert-to-hf.sh)"
