@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 from conftest import HOTPOT_SAMPLE
@@ -116,3 +117,81 @@ def test_a_source_without_usable_rows_keeps_the_old_output(tmp_path, capsys):
     output.write_text("previous\n")
     assert prepare_data.main(["--input", str(source), "--output", str(output), "--force"]) == 2
     assert "no usable rows" in capsys.readouterr().err and output.read_text() == "previous\n"
+
+
+def _original_layout(row: dict, position: int) -> dict:
+    """HotpotQA's own JSON layout: context as [[title, sentences]], supporting facts as [[title, id]]."""
+    context = [[t, s] for t, s in zip(row["context"]["title"], row["context"]["sentences"], strict=True)]
+    facts = [[t, i] for t, i in zip(row["supporting_facts"]["title"], row["supporting_facts"]["sent_id"], strict=True)]
+    fields = {"_id": str(position), "question": row["question"], "answer": row["answer"]}
+    return {**fields, "context": context, "supporting_facts": facts}
+
+
+def test_the_original_hotpotqa_layout_gives_the_same_rows_as_the_hub_layout(tmp_path, hotpot_rows):
+    """Both layouts of the same questions must produce byte-identical training rows."""
+    hub, original = tmp_path / "hub.json", tmp_path / "original.json"
+    hub.write_text(json.dumps(hotpot_rows[:8]))
+    original.write_text(json.dumps([_original_layout(row, i) for i, row in enumerate(hotpot_rows[:8])]))
+    for source in (hub, original):
+        argv = ["--input", str(source), "--output", str(tmp_path / f"{source.stem}.jsonl"), "--num-docs", "20"]
+        assert prepare_data.main(argv) == 0
+    assert (tmp_path / "hub.jsonl").read_bytes() == (tmp_path / "original.jsonl").read_bytes()
+    assert [row["metadata"]["id"] for row in _read(tmp_path / "hub.jsonl")] == [str(i) for i in range(8)]
+
+
+def test_the_token_percentiles_are_those_of_the_written_contexts(tmp_path, tokenizer, capsys):
+    from mem_agent.tokenizer import encode
+
+    output = tmp_path / "train.jsonl"
+    argv = ["--input", str(HOTPOT_SAMPLE), "--output", str(output), "--max-rows", "9", "--tokenizer", "bundled:qwen3"]
+    assert prepare_data.main(argv) == 0
+    lengths = sorted(len(encode(tokenizer, row["metadata"]["context"])) for row in _read(output))
+    found = re.search(r"p50 ([\d,]+) .* max ([\d,]+)", capsys.readouterr().out)
+    assert found and int(found[1].replace(",", "")) == lengths[4] and int(found[2].replace(",", "")) == lengths[-1]
+
+
+def test_a_filler_pool_too_small_for_num_docs_is_reported_and_recorded_per_row(tmp_path, hotpot_rows, capsys):
+    """Rows never claim more documents than they hold: metadata.num_docs counts what was written."""
+    few, alone = tmp_path / "few.json", tmp_path / "alone.json"
+    few.write_text(json.dumps(hotpot_rows[:3]))  # 30 distinct paragraphs: fillers must repeat
+    alone.write_text(json.dumps(hotpot_rows[:1]))  # no other question's paragraphs at all
+    assert prepare_data.main(["--input", str(few), "--output", str(tmp_path / "few.jsonl"), "--num-docs", "100"]) == 0
+    assert "0 rows have fewer than 100 documents, 3 reuse fillers" in capsys.readouterr().out
+    argv = ["--input", str(alone), "--output", str(tmp_path / "alone.jsonl"), "--num-docs", "100"]
+    assert prepare_data.main(argv) == 0
+    assert "1 rows have fewer than 100 documents, 0 reuse fillers" in capsys.readouterr().out
+    for name, expected in (("few", 100), ("alone", 10)):
+        for row in _read(tmp_path / f"{name}.jsonl"):
+            assert row["metadata"]["num_docs"] == len(DOC_HEADER.findall(row["metadata"]["context"])) == expected
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("json_not_utf8", "not UTF-8"),
+        ("bad_parquet", "cannot read as parquet"),
+        ("no_pyarrow", "needs pyarrow"),
+        ("bad_tokenizer", "--tokenizer"),
+        ("output_is_folder", "is a folder"),
+    ],
+)
+def test_unusable_inputs_and_outputs_are_one_line_errors(tmp_path, capsys, monkeypatch, setup, message):
+    source, output, extra = tmp_path / "in.json", tmp_path / "out.jsonl", []
+    source.write_text(json.dumps([{"question": "q?", "answer": "a", "context": [["t", ["s."]]]}]))
+    if setup == "json_not_utf8":
+        source.write_bytes(b'[{"question": "caf\xe9?", "answer": "a", "context": []}]')
+    elif setup in ("bad_parquet", "no_pyarrow"):
+        source = tmp_path / "in.parquet"
+        source.write_bytes(b"PAR1 this is not parquet")
+        if setup == "no_pyarrow":
+            monkeypatch.setitem(sys.modules, "pyarrow", None)
+            monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    elif setup == "bad_tokenizer":
+        (tmp_path / "empty_model").mkdir()
+        extra = ["--tokenizer", str(tmp_path / "empty_model")]
+    else:
+        output.mkdir()
+    assert prepare_data.main(["--input", str(source), "--output", str(output), *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and err.startswith("error: ")
+    assert not list(tmp_path.glob("*.partial")) and not list(tmp_path.glob(".*.partial"))

@@ -165,3 +165,81 @@ def test_rememr1_runs_end_to_end_against_the_real_server(stack, tokenizer, hotpo
         assert {"memory_text", "recall_query", "recalled", "update_blocks"} <= turn.extras.keys()
         assert decode(tokenizer, turn.memory_ids) == turn.extras["memory_text"] or turn.extras["memory_text"] == ""
     assert "<recalled_memory>" in decode(tokenizer, trajectory.turns[-1].prompt_ids)
+
+
+# --- through the hooks and the evaluator -----------------------------------------------------
+
+
+@pytest.mark.server
+def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(stack, hotpot_rows, monkeypatch):
+    from test_rollout_hooks import run_step, trainer_rows
+
+    from mem_agent import rollout
+    from mem_agent.custom_convert import convert_samples_to_train_data
+    from support.slime_host import check_train_data, flatten_rollout
+
+    monkeypatch.setenv("MEM_MODE", "rememr1")
+    monkeypatch.setenv("MEM_REMEMR1_ALPHA", "0.5")
+    step = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 2))
+    rows = flatten_rollout(step.output)
+    data = convert_samples_to_train_data(step.args, rows)
+    check_train_data(data, rollout_counted=True)
+    infos = [row.metadata["mem_agent"] for row in rows]
+    assert all(isinstance(info.get("state_reward"), float) for info in infos), "every turn has a state reward"
+    assert all({"recall_share", "recall_hit_rate", "mean_state_reward"} <= info.keys() for info in infos)
+    per_trajectory: dict[int, set[float]] = {}
+    for row, advantage in zip(rows, data["rewards"], strict=True):
+        per_trajectory.setdefault(row.rollout_id, set()).add(round(advantage, 9))
+    assert any(len(values) > 1 for values in per_trajectory.values()), "alpha < 1: turns of one trajectory differ"
+
+    monkeypatch.setenv("MEM_REMEMR1_ALPHA", "1")
+    rollout.reset_caches()
+    memagent_like = convert_samples_to_train_data(step.args, rows)
+    for rid in per_trajectory:
+        values = {a for row, a in zip(rows, memagent_like["rewards"], strict=True) if row.rollout_id == rid}
+        assert len(values) == 1, "alpha = 1: one advantage per trajectory, MemAgent's"
+    rollout.reset_caches()
+
+
+@pytest.mark.server
+def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, hotpot_rows, monkeypatch):
+    import json
+
+    from conftest import HOTPOT_SAMPLE
+
+    from mem_agent import build_long_context, eval_ruler_hqa
+
+    monkeypatch.setenv("MEM_MODE", "rememr1")
+    assert (
+        build_long_context.main(
+            ["--input", str(HOTPOT_SAMPLE), "--num-docs", "10", "--num-questions", "3", "--out-dir", str(tmp_path)]
+        )
+        == 0
+    )
+    argv = [
+        "--data",
+        str(tmp_path / "eval_10.json"),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--url",
+        stack.router_url,
+        "--protocol",
+        "vllm",
+        "--tokenizer",
+        str(stack.model_path),
+        "--chunk-tokens",
+        "256",
+        "--max-memory",
+        "24",
+        "--max-final",
+        "16",
+        "--temperature",
+        "1.0",
+        "--top-p",
+        "1.0",
+    ]
+    assert eval_ruler_hqa.main(argv) == 0
+    records = [json.loads(line) for line in (tmp_path / "out" / "results_10.jsonl").read_text().splitlines()]
+    assert all("recall_share" in r and "recall_hit_rate" in r for r in records)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["results"][0]
+    assert "recall_share" in summary

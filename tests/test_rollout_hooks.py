@@ -1,7 +1,11 @@
-"""The slime/vime hooks through a whole rollout step, against the real vLLM server and router.
+"""The slime/vime hooks through whole rollout steps, against the real vLLM server and router.
 
-The trainer host is a test double (tests/support/slime_host.py) that mirrors slime's real Sample
-and its train-data consumer; everything on the inference side is real.
+The trainer host is a test double (tests/support/slime_host.py) that mirrors slime's Sample, its
+rollout loop and its train-data consumer; everything on the inference side is real. One rollout
+step (3 real HotpotQA questions x 4 samples, vime's router attributes) runs once for this module
+behind a recording proxy and is checked from several sides; fault cases run their own steps.
+SGLang cannot be installed here, so slime's attribute spelling and wire protocol are checked at
+the unit level.
 """
 
 from __future__ import annotations
@@ -9,16 +13,22 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from mem_agent import rollout
 from mem_agent.build_long_context import render_context
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.qa_rows import Paragraph
-from mem_agent.rollout_client import ApiProtocol
+from mem_agent.records import FinishReason, SamplingParams
+from mem_agent.rollout_client import ApiProtocol, build_body, parse_completion
 from mem_agent.scoring import strict_reward
 from support.fault_proxy import Fault, fault_proxy, scripted
+from support.sglang_shim import sglang_shim
 from support.slime_host import (
     Sample,
     check_train_data,
@@ -26,24 +36,38 @@ from support.slime_host import (
     flatten_rollout,
     generate_and_rm_group,
     host_args,
+    sampling_params,
+    split_for_dp,
     steps_by_rollout,
+    trim_rows,
 )
 
 N = 4
+SMALL_AGENT = {"MEM_CHUNK_TOKENS": "256", "MEM_MAX_MEMORY": "16", "MEM_MAX_FINAL": "16", "MEM_MAX_RETRIES": "0"}
 
 
 @pytest.fixture(autouse=True)
-def small_agent(monkeypatch):
-    monkeypatch.setenv("MEM_CHUNK_TOKENS", "256")
-    monkeypatch.setenv("MEM_MAX_MEMORY", "16")
-    monkeypatch.setenv("MEM_MAX_FINAL", "16")
-    monkeypatch.setenv("MEM_MAX_RETRIES", "0")
+def _fresh_settings():
     rollout.reset_caches()
     yield
     rollout.reset_caches()
 
 
-def _rows(hotpot_rows, count: int) -> list[dict]:
+@contextmanager
+def small_agent() -> Iterator[None]:
+    """Small chunks and budgets so a CPU server runs several turns per question in seconds."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in SMALL_AGENT.items():
+            patch.setenv(name, value)
+        rollout.reset_caches()  # settings are read once per process
+        try:
+            yield
+        finally:
+            rollout.reset_caches()
+
+
+def trainer_rows(hotpot_rows, count: int) -> list[dict]:
+    """prepare_data's row shape: question as prompt, the rendered documents in metadata."""
     rows = []
     for row in hotpot_rows[:count]:
         paragraphs = [
@@ -55,7 +79,9 @@ def _rows(hotpot_rows, count: int) -> list[dict]:
     return rows
 
 
-class _CountingRm:
+class CountingRm:
+    """The custom rm as the host calls it, remembering how many samples each call asked for."""
+
     def __init__(self) -> None:
         self.calls: list[int] = []
 
@@ -64,114 +90,199 @@ class _CountingRm:
         return await rollout.reward(args, samples, **kwargs)
 
 
-def _rollout_step(url, model_path, hotpot_rows, prompts=3, evaluation=False):
-    args = host_args(url, backend="vime", hf_checkpoint=str(model_path), n_samples_per_prompt=N)
-    groups = data_source_groups(_rows(hotpot_rows, prompts), N)
-    rm = _CountingRm()
-
-    async def go():
-        try:
-            return await asyncio.gather(
-                *(generate_and_rm_group(args, g, rollout.generate, rm, evaluation=evaluation) for g in groups)
-            )
-        finally:
-            await rollout.close_clients()
-
-    return args, asyncio.run(go()), rm
+@dataclass
+class Step:
+    args: object
+    output: list
+    rm_calls: list[int]
+    exchanges: list[tuple[bytes, bytes]]
 
 
-@pytest.mark.server
-def test_a_rollout_step_yields_train_data_that_meets_the_host_contract(stack, hotpot_rows):
-    with fault_proxy(stack.router_url, scripted()) as proxy:
-        args, output, rm = _rollout_step(proxy.url, stack.model_path, hotpot_rows)
-    rows = flatten_rollout(output)
-    data = convert_samples_to_train_data(args, rows)
-    check_train_data(data, rollout_counted=True)
-    assert set(rm.calls) == {0}, "the host asks for no reward: every turn already carries its trajectory's"
+def run_step(router_url, model_path, rows, plan=None, evaluation=False, backend="vime") -> Step:
+    """One rollout step of the host: every group generated and rewarded concurrently, via a proxy."""
+    rm = CountingRm()
+    with small_agent(), fault_proxy(router_url, plan or scripted()) as proxy:
+        args = host_args(proxy.url, backend=backend, hf_checkpoint=str(model_path), n_samples_per_prompt=N)
+        groups = data_source_groups(rows, N)
 
-    by_rollout: dict[int, list[int]] = defaultdict(list)
+        async def go():
+            try:
+                tasks = [generate_and_rm_group(args, g, rollout.generate, rm, evaluation=evaluation) for g in groups]
+                return await asyncio.gather(*tasks)
+            finally:
+                await rollout.close_clients()
+
+        output = asyncio.run(go())
+    return Step(args, output, rm.calls, proxy.exchanges)
+
+
+@pytest.fixture(scope="module")
+def step(stack, hotpot_rows) -> Step:
+    return run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 3))
+
+
+def positions_by_rollout(data) -> dict[int, list[int]]:
+    table: dict[int, list[int]] = defaultdict(list)
     for position, rid in enumerate(data["rollout_ids"]):
-        by_rollout[rid].append(position)
-    assert len(by_rollout) == 3 * N, "one trajectory per input sample"
-    for rid, positions in by_rollout.items():
-        turns = [rows[p].metadata["mem_agent"]["turn"] for p in positions]
-        assert turns[-1] == "final" and set(turns[:-1]) <= {"memory"} and len(turns) >= 2
-        assert len({data["rewards"][p] for p in positions}) == 1, "every turn shares the trajectory's advantage"
-        assert len({rows[p].group_index for p in positions}) == 1 and rows[positions[0]].index == rid
-        final = rows[positions[-1]]
-        assert data["raw_reward"][positions[-1]] == strict_reward(final.metadata["mem_agent"]["answer"], [final.label])
-        assert "context" not in final.metadata, "the document is not copied into every turn"
-
-    per_group: dict[int, list[float]] = defaultdict(list)
-    for positions in by_rollout.values():
-        per_group[rows[positions[0]].group_index].append(data["rewards"][positions[0]])
-    for advantages in per_group.values():
-        assert len(advantages) == N and abs(sum(advantages)) < 1e-9, "group mean over trajectories is 0"
-
-    sent = sorted(json.loads(payload)["choices"][0]["token_ids"] for payload in proxy.responses)
-    trained = sorted(tokens[-length:] for tokens, length in zip(data["tokens"], data["response_lengths"], strict=True))
-    assert trained == sent, "each row's response is exactly what the server generated, once"
-
-    for step in steps_by_rollout(data, global_batch_size=N):
-        step_rollouts = {data["rollout_ids"][p] for p in step}
-        assert all(set(by_rollout[rid]) <= set(step) for rid in step_rollouts), "no trajectory is split across steps"
+        table[rid].append(position)
+    return table
 
 
 @pytest.mark.server
-def test_the_reward_post_process_hook_groups_by_prompt_for_sample_counted_hosts(stack, hotpot_rows):
-    args, output, _ = _rollout_step(stack.router_url, stack.model_path, hotpot_rows, prompts=2)
-    rows = flatten_rollout(output)
-    raw, advantages = rollout.reward_post_process(args, rows)
-    assert len(raw) == len(advantages) == len(rows)
-    data = convert_samples_to_train_data(args, rows)
-    assert data["rewards"] == advantages and data["raw_reward"] == raw
-    check_train_data(
-        {k: v for k, v in data.items() if k not in ("rollout_ids", "rollout_mask_sums")}, rollout_counted=False
-    )
+def test_a_rollout_step_yields_train_data_that_meets_the_slime_contract(step):
+    """Siblings share rollout_id, rows align, masks fit, and no trajectory is split across steps."""
+    rows = flatten_rollout(step.output)  # validates the fan-out's rollout ids as slime does
+    data = convert_samples_to_train_data(step.args, rows)
+    check_train_data(data, rollout_counted=True)
+    assert [len(rank["tokens"]) for rank in split_for_dp(data, 2, rollout_counted=True)] == [
+        (len(rows) + 1) // 2,
+        len(rows) // 2,
+    ]
+    by_rollout = positions_by_rollout(data)
+    assert len(by_rollout) == 3 * N, "one trajectory per input sample"
+    for positions in steps_by_rollout(data, global_batch_size=N):
+        for rid in {data["rollout_ids"][p] for p in positions}:
+            assert set(by_rollout[rid]) <= set(positions), "a trajectory's turns stay in one training step"
+    assert set(step.rm_calls) == {0}, "the host asks our rm for nothing: every turn already carries its reward"
+
+
+@pytest.mark.server
+def test_every_turn_of_a_trajectory_shares_its_rollout_group_and_advantage(step):
+    """Multi-Conv GRPO: one advantage per trajectory, given to all its turns; mean 0 over trajectories."""
+    rows = flatten_rollout(step.output)
+    data = convert_samples_to_train_data(step.args, rows)
+    per_group: dict[int, list[float]] = defaultdict(list)
+    for rid, positions in positions_by_rollout(data).items():
+        infos = [rows[p].metadata["mem_agent"] for p in positions]
+        assert [i["turn"] for i in infos] == ["memory"] * (len(infos) - 1) + ["final"] and len(infos) >= 2
+        assert [i["step"] for i in infos] == list(range(len(infos))), "memory steps 0..k-1, then the final"
+        assert all(i["num_samples"] == len(positions) for i in infos)
+        assert {rows[p].index for p in positions} == {rid} and len({rows[p].group_index for p in positions}) == 1
+        assert len({data["rewards"][p] for p in positions}) == 1
+        assert len({data["rollout_mask_sums"][p] for p in positions}) == 1
+        final = rows[positions[-1]]
+        expected = strict_reward(final.metadata["mem_agent"]["answer"], final.metadata["ground_truth"])
+        assert data["raw_reward"][positions[-1]] == expected == final.reward
+        assert "context" not in final.metadata, "the document is not copied into every turn"
+        per_group[final.group_index].append(data["rewards"][positions[0]])
+    assert len(per_group) == 3
+    for advantages in per_group.values():
+        assert len(advantages) == N and abs(sum(advantages)) < 1e-9
+
+
+@pytest.mark.server
+def test_each_row_is_exactly_a_prompt_sent_and_the_ids_and_logprobs_the_server_generated(step):
+    """Trained ids are the server's own (never re-tokenised) and logprobs line up with them, once each."""
+    sent: dict[tuple, list[float]] = {}
+    for request, answer in step.exchanges:
+        choice = json.loads(answer)["choices"][0]
+        key = (tuple(json.loads(request)["token_ids"]), tuple(choice["token_ids"]))
+        assert key not in sent
+        sent[key] = [item["logprob"] for item in choice["logprobs"]["content"]]
+    rows = flatten_rollout(step.output)
+    data = convert_samples_to_train_data(step.args, rows)
+    trained = set()
+    for tokens, length, logprobs, mask in zip(
+        data["tokens"], data["response_lengths"], data["rollout_log_probs"], data["loss_masks"], strict=True
+    ):
+        key = (tuple(tokens[:-length]), tuple(tokens[-length:]))
+        assert key in sent, "tokens = the prompt that was sent + the ids that came back"
+        np.testing.assert_allclose(logprobs, sent[key], rtol=1e-6, atol=1e-6)
+        assert mask == [1] * length
+        trained.add(key)
+    assert trained == set(sent), "every generated response is trained exactly once"
+
+
+@pytest.mark.server
+def test_a_sample_counted_host_that_trims_a_trajectory_in_half_trains_none_of_it(step):
+    """vime's older consumer trims rows to a multiple of the global batch; the cut trajectory is masked."""
+    rows = flatten_rollout(step.output)
+    kept = trim_rows(rows, global_batch_size=len(rows) - 1)  # drops the last row: a final turn
+    cut = kept[-1].rollout_id
+    data = convert_samples_to_train_data(step.args, kept)
+    check_train_data(data, rollout_counted=False)
+    per_group: dict[int, list[float]] = defaultdict(list)
+    for row, mask, advantage in zip(kept, data["loss_masks"], data["rewards"], strict=True):
+        if row.rollout_id == cut:
+            assert set(mask) == {0} and advantage == 0.0
+        elif row.metadata["mem_agent"]["turn"] == "final":
+            per_group[row.group_index].append(advantage)
+    assert all(abs(sum(values)) < 1e-9 for values in per_group.values()), "the cut one is not in its group's mean"
 
 
 @pytest.mark.server
 def test_evaluation_returns_one_scored_sample_per_question(stack, hotpot_rows):
-    _, output, _ = _rollout_step(stack.router_url, stack.model_path, hotpot_rows, prompts=2, evaluation=True)
-    samples = [sample for group in output for sample in group]
+    """Eval accuracy is per question: the final turn only, rewarded inside generate, lenient scores beside."""
+    result = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 2), evaluation=True)
+    samples = [sample for group in result.output for sample in group]
     assert len(samples) == 2 * N and all(isinstance(sample, Sample) for sample in samples)
+    assert result.rm_calls == [], "the reward was set inside generate"
     for sample in samples:
         info = sample.metadata["mem_agent"]
         assert info["turn"] == "final" and sample.reward == strict_reward(info["answer"], [sample.label])
-        assert {"sub_em", "em", "f1"} <= info.keys()
+        assert {"sub_em", "em", "f1", "extracted"} <= info.keys() and sample.rollout_id == sample.index
+        assert len(sample.tokens) > sample.response_length == len(sample.rollout_log_probs) > 0
 
 
 @pytest.mark.server
 def test_a_failed_request_fails_its_trajectory_which_is_masked_and_left_out_of_the_group(stack, hotpot_rows):
-    with fault_proxy(stack.router_url, scripted(Fault.HTTP_400)) as proxy:
-        args, output, _ = _rollout_step(proxy.url, stack.model_path, hotpot_rows, prompts=1)
-    rows = flatten_rollout(output)
+    """A 400 is not retried: that trajectory is FAILED with the reason; its siblings train normally."""
+    result = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 1), plan=scripted(Fault.HTTP_400))
+    rows = flatten_rollout(result.output)
     failed = [row for row in rows if row.status == Sample.Status.FAILED]
-    assert failed and all("HTTP 400" in row.metadata["mem_agent"]["error"] for row in failed)
-    assert len({row.rollout_id for row in failed}) == 1, "only the trajectory that met the fault"
-    data = convert_samples_to_train_data(args, rows)
+    assert failed and len({row.rollout_id for row in failed}) == 1, "only the trajectory that met the fault"
+    assert all("HTTP 400" in row.metadata["error"] and row.reward == 0.0 for row in failed)
+    data = convert_samples_to_train_data(result.args, rows)
     check_train_data(data, rollout_counted=True)
-    valid_advantages = {}
+    valid: dict[int, float] = {}
     for position, row in enumerate(rows):
         if row.status == Sample.Status.FAILED:
             assert data["rewards"][position] == 0.0 and set(data["loss_masks"][position]) == {0}
             assert data["rollout_mask_sums"][position] == 0
         else:
-            valid_advantages[row.rollout_id] = data["rewards"][position]
-    assert len(valid_advantages) == N - 1 and abs(sum(valid_advantages.values())) < 1e-9
+            valid[row.rollout_id] = data["rewards"][position]
+    assert len(valid) == N - 1 and abs(sum(valid.values())) < 1e-9
 
 
 @pytest.mark.server
 def test_an_aborted_turn_aborts_the_whole_trajectory_and_nothing_of_it_is_trained(stack, hotpot_rows):
-    with fault_proxy(stack.router_url, scripted(None, Fault.ABORT)) as proxy:
-        args, output, _rm = _rollout_step(proxy.url, stack.model_path, hotpot_rows, prompts=1)
-    rows = flatten_rollout(output)
+    """The host skips the rm for a list with an ABORTED sibling; if it still trains the group, all is masked."""
+    plan = scripted(None, Fault.ABORT)  # the second request of the step comes back aborted
+    result = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 1), plan=plan)
+    rows = flatten_rollout(result.output)
     aborted = [row for row in rows if row.status == Sample.Status.ABORTED]
     assert aborted and len({row.rollout_id for row in aborted}) == 1
-    data = convert_samples_to_train_data(args, rows)
+    trajectory = [row for row in rows if row.rollout_id == aborted[0].rollout_id]
+    assert trajectory == aborted, "every turn of it, not only the aborted one"
+    assert result.rm_calls == [0] * (N - 1), "the host called the rm for the other three lists only"
+    data = convert_samples_to_train_data(result.args, rows)
+    check_train_data(data, rollout_counted=True)
     for position, row in enumerate(rows):
         if row.status == Sample.Status.ABORTED:
             assert set(data["loss_masks"][position]) == {0} and data["rewards"][position] == 0.0
+
+
+@pytest.mark.server
+def test_slimes_router_attributes_drive_an_sglang_rollout_end_to_end(stack, hotpot_rows):
+    """slime's sglang_router_* -> SGLang's /generate wire format (a shim over the real model), same rows."""
+    with sglang_shim(stack.router_url) as shim:
+        result = run_step(shim.url, stack.model_path, trainer_rows(hotpot_rows, 1), backend="slime")
+    assert shim.requests and all(
+        body["return_logprob"] is True and body["sampling_params"]["max_new_tokens"] == 16 for body in shim.requests
+    ), "SGLang's spelling, and our turn budget (MEM_MAX_MEMORY/FINAL), never the host's max_new_tokens"
+    rows = flatten_rollout(result.output)
+    data = convert_samples_to_train_data(result.args, rows)
+    check_train_data(data, rollout_counted=True)
+    assert len(set(data["rollout_ids"])) == N and {row.status for row in rows} <= {
+        Sample.Status.COMPLETED,
+        Sample.Status.TRUNCATED,
+    }
+    sent = set()
+    for request, answer in result.exchanges:
+        pairs = json.loads(answer)["meta_info"]["output_token_logprobs"]
+        sent.add((tuple(json.loads(request)["input_ids"]), tuple(pair[1] for pair in pairs)))
+    trained = {(tuple(t[:-n]), tuple(t[-n:])) for t, n in zip(data["tokens"], data["response_lengths"], strict=True)}
+    assert trained == sent
 
 
 def test_a_sample_without_a_context_fails_with_a_reason_instead_of_crashing_the_step(tokenizer):
@@ -180,32 +291,108 @@ def test_a_sample_without_a_context_fails_with_a_reason_instead_of_crashing_the_
 
     async def go():
         try:
-            return await rollout.generate(args, sample, {"temperature": 1.0})
+            return await rollout.generate(args, sample, sampling_params(args))
         finally:
             await rollout.close_clients()
 
     rows = asyncio.run(go())
     assert len(rows) == 1 and rows[0].status == Sample.Status.FAILED and rows[0].rollout_id == 7
-    assert "metadata['context']" in rows[0].metadata["mem_agent"]["error"]
+    assert "metadata['context']" in rows[0].metadata["error"] and rows[0].reward == 0.0
     assert rows[0].loss_mask == [0] and rows[0].response_length == 1
 
 
 @pytest.mark.parametrize(
-    ("backend", "override", "expected"),
+    ("backend", "host", "override", "expected"),
     [
-        ("vime", "", ("http://10.0.0.5:3001", ApiProtocol.VLLM)),
-        ("slime", "", ("http://10.0.0.5:3001", ApiProtocol.SGLANG)),
-        ("slime", "openai", ("http://10.0.0.5:3001", ApiProtocol.OPENAI)),
+        ("vime", "10.0.0.5", "", ("http://10.0.0.5:3001", ApiProtocol.VLLM)),
+        ("slime", "10.0.0.5", "", ("http://10.0.0.5:3001", ApiProtocol.SGLANG)),
+        ("slime", "10.0.0.5", "openai", ("http://10.0.0.5:3001", ApiProtocol.OPENAI)),
+        ("vime", "fd00::5", "", ("http://[fd00::5]:3001", ApiProtocol.VLLM)),
+        ("vime", "[fd00::5]", "", ("http://[fd00::5]:3001", ApiProtocol.VLLM)),
     ],
 )
-def test_the_router_and_protocol_come_from_the_host_args(monkeypatch, backend, override, expected):
+def test_the_router_and_protocol_come_from_the_host_args(monkeypatch, backend, host, override, expected):
+    """vime's vllm_router_* means vLLM's protocol, slime's sglang_router_* SGLang's; MEM_PROTOCOL wins."""
     monkeypatch.setenv("MEM_PROTOCOL", override)
     rollout.reset_caches()
-    args = host_args("http://10.0.0.5:3001", backend=backend, hf_checkpoint="x", n_samples_per_prompt=1)
+    args = host_args("http://127.0.0.1:3001", backend=backend, hf_checkpoint="x", n_samples_per_prompt=1)
+    setattr(args, f"{'vllm' if backend == 'vime' else 'sglang'}_router_ip", host)
     assert rollout.router_address(args, rollout.settings()) == expected
 
 
-def test_host_sampling_params_are_used_as_given():
-    params = {"temperature": 0.6, "top_p": 0.9, "top_k": 20, "sampling_seed": 11, "max_new_tokens": 4096}
-    sampling = rollout.sampling_from_host(params)
-    assert (sampling.temperature, sampling.top_p, sampling.top_k, sampling.seed) == (0.6, 0.9, 20, 11)
+def test_args_without_a_router_are_a_clear_error():
+    args = host_args("http://127.0.0.1:1", hf_checkpoint="x", n_samples_per_prompt=1, vllm_router_ip=None)
+    with pytest.raises(rollout.HostConfigError, match="neither vllm_router_ip"):
+        rollout.router_address(args, rollout.settings())
+
+
+def test_the_slime_path_sends_sglang_requests_with_our_token_budgets_and_reads_its_answers():
+    """slime's sampling dict -> SGLang /generate body; max_new_tokens is MEM_MAX_*, not the host's."""
+    args = host_args("http://127.0.0.1:1", backend="slime", hf_checkpoint="x", n_samples_per_prompt=1)
+    params = {**sampling_params(args), "temperature": 0.6, "top_k": 20, "sampling_seed": 5}
+    body = build_body(ApiProtocol.SGLANG, np.array([1, 2, 3]), 16, rollout.sampling_from_host(params), None)
+    assert body["input_ids"].tolist() == [1, 2, 3] and body["return_logprob"] is True
+    sent = body["sampling_params"]
+    assert (sent["max_new_tokens"], sent["temperature"], sent["top_k"], sent["sampling_seed"]) == (16, 0.6, 20, 5)
+    assert sent["no_stop_trim"] is True and sent["skip_special_tokens"] is False
+    answer = {
+        "text": "ab",
+        "meta_info": {
+            "output_token_logprobs": [[-0.5, 64, None], [-1.25, 151645, None]],
+            "finish_reason": {"type": "length", "length": 2},
+        },
+    }
+    completion = parse_completion(ApiProtocol.SGLANG, answer, max_tokens=16)
+    assert completion.token_ids.tolist() == [64, 151645] and completion.logprobs.tolist() == [-0.5, -1.25]
+    assert completion.finish_reason is FinishReason.LENGTH
+
+
+def test_host_sampling_params_are_used_as_given_in_either_spelling():
+    vime = {"temperature": 0.6, "top_p": 0.9, "top_k": 20, "seed": 11, "max_new_tokens": 4096}
+    slime = {**vime, "sampling_seed": 11}
+    del slime["seed"]
+    for params in (vime, slime):
+        assert rollout.sampling_from_host(params) == SamplingParams(temperature=0.6, top_p=0.9, top_k=20, seed=11)
+
+
+@pytest.mark.parametrize(
+    ("metadata", "label", "expected"),
+    [
+        ({"ground_truth": ["Paris", "paris, France"]}, "Paris", ["Paris", "paris, France"]),
+        ({"ground_truth": "Paris"}, None, ["Paris"]),
+        ({}, "Paris", ["Paris"]),
+        ({}, ["Paris", "City of Light"], ["Paris", "City of Light"]),
+        ({"ground_truth": []}, None, []),
+    ],
+)
+def test_ground_truths_come_from_metadata_then_the_label(metadata, label, expected):
+    assert rollout.ground_truths(Sample(metadata=metadata, label=label)) == expected
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("partial_rollout", True, "--partial-rollout"),
+        ("group_rm", True, "--group-rm"),
+        ("rollout_top_p", 0.95, "--rollout-top-p 0.95"),
+        ("log_passrate", True, "--log-passrate"),
+        ("apply_chat_template", True, "--apply-chat-template"),
+    ],
+)
+def test_host_flags_the_fan_out_cannot_work_with_are_refused_before_any_request(flag, value, message):
+    """These fail late and obscurely inside the host (or train on wrong data); say so at the first call."""
+    args = host_args("http://127.0.0.1:9", hf_checkpoint="bundled:qwen3", n_samples_per_prompt=1, **{flag: value})
+    sample = Sample(index=0, group_index=0, prompt="Q?", label="a", metadata={"context": "text"})
+    with pytest.raises(rollout.HostConfigError, match=message):
+        asyncio.run(rollout.generate(args, sample, sampling_params(args)))
+
+
+def test_the_reward_hook_answers_a_list_with_a_list_and_a_sample_with_a_number():
+    """The host calls it with the (possibly empty) list of samples still needing a reward."""
+    args = host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=1)
+    right = Sample(response=r"so \boxed{Paris}", label="Paris")
+    wrong = Sample(response=r"\boxed{Rome}", metadata={"ground_truth": ["Paris"]})
+    failed = Sample(response=r"\boxed{Paris}", label="Paris", metadata={"mem_agent": {"trajectory_status": "failed"}})
+    assert asyncio.run(rollout.reward(args, [])) == []
+    assert asyncio.run(rollout.reward(args, [right, wrong, failed])) == [1.0, 0.0, 0.0]
+    assert asyncio.run(rollout.reward(args, right)) == 1.0

@@ -2,35 +2,38 @@
 
     --custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data
 
-The host hands over the flat list of turn samples of a rollout step. Advantages are computed per
-trajectory with the same code as `mem_agent.rollout.reward_post_process` (the host does not call
-that hook when a convert function is set), then each row gets its trajectory's value.
+The host hands over the flat list of turn samples of a rollout step. Group statistics are taken
+per trajectory first (`mem_agent.trajectory_rows`, the same code as the reward post-process hook,
+which the host does not call when a convert function is set), then each row gets its trajectory's
+value: MemAgent gives every token of every turn the same advantage.
 
 Keys (lists aligned per row): `tokens` (prompt + response ids), `response_lengths`, `rewards` (the
 row's advantage: the host's GRPO turns it into per-token returns as is), `raw_reward`,
 `truncated`, `loss_masks` (one entry per response token), `sample_indices`, and for slime HEAD
-`rollout_ids` (steps are cut by trajectory, so a trajectory's turns are never split across steps)
-and `rollout_mask_sums` (the loss-mask total of the row's whole trajectory: the loss reducer's
-per-trajectory denominator, so a trajectory of 12 turns counts once, like one of 2). Optional
-`rollout_log_probs`, `round_number` and `metadata` appear only when every sample has them.
-The sample-counted interface of older slime and vime reads only the keys it knows and ignores
-the rest, so the same dict serves both; there, the host may trim the last rows of a step to a
-multiple of the global batch size before this function sees them (vime:
---disable-rollout-trim-samples avoids it).
+`rollout_ids` (training steps are cut by trajectory, so a trajectory's turns are never split
+across steps) and `rollout_mask_sums` (the loss-mask total of the row's whole trajectory: the loss
+reducer's per-trajectory denominator, so a trajectory of 12 turns counts once, like one of 2: the
+token mean over all turns of MemAgent's loss). `rollout_log_probs`, `round_number` and `metadata`
+appear only when every sample has them.
+
+The sample-counted interface (slime v0.2.x, vime's older `_split_train_data_by_dp`) copies only
+the keys it knows from a fixed list, so the extra keys are ignored there and the same dict serves
+both. That host may trim a step's last rows to a multiple of the global batch size before this
+function sees them; a trajectory cut that way is masked here (see trajectory_rows), and vime's
+--disable-rollout-trim-samples or --use-dynamic-global-batch-size avoids the waste.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
-from mem_agent.rollout import reward_post_process, rollout_key, trajectory_is_valid
+from mem_agent.rollout import check_host_args, scored_rows
+from mem_agent.trajectory_rows import TrainDataError
 
-
-class TrainDataError(ValueError):
-    """Samples that break the host's row invariants; the message names the row."""
+__all__ = ["TrainDataError", "convert_samples_to_train_data"]
 
 
 def flatten(samples: Sequence[Any]) -> list[Any]:
@@ -40,50 +43,56 @@ def flatten(samples: Sequence[Any]) -> list[Any]:
     return rows
 
 
-def _loss_mask(sample: Any, position: int) -> list[int]:
-    mask = sample.loss_mask if sample.loss_mask is not None else [1] * sample.response_length
-    if len(mask) != sample.response_length:
-        raise TrainDataError(f"row {position}: loss mask has {len(mask)} entries for {sample.response_length} tokens")
-    if getattr(sample, "remove_sample", False) or not trajectory_is_valid(sample):
-        return [0] * sample.response_length
-    return [int(value) for value in mask]
+def _check_row(position: int, row: Any) -> None:
+    length = row.response_length
+    if not 0 < length <= len(row.tokens):
+        raise TrainDataError(f"row {position}: response_length {length} does not fit its {len(row.tokens)} tokens")
+    if row.loss_mask is not None and len(row.loss_mask) != length:
+        raise TrainDataError(f"row {position}: loss mask has {len(row.loss_mask)} entries for {length} tokens")
+    if row.rollout_log_probs is not None and len(row.rollout_log_probs) != length:
+        raise TrainDataError(f"row {position}: {len(row.rollout_log_probs)} logprobs for {length} tokens")
+
+
+def _loss_mask(row: Any, trainable: bool) -> list[int]:
+    if not trainable or getattr(row, "remove_sample", False):
+        return [0] * row.response_length
+    if row.loss_mask is None:
+        return [1] * row.response_length
+    return [int(value) for value in row.loss_mask]
+
+
+def _mask_sums(rollout_ids: list[Hashable], loss_masks: list[list[int]]) -> list[int]:
+    totals: dict[Hashable, int] = defaultdict(int)
+    for rollout, mask in zip(rollout_ids, loss_masks, strict=True):
+        totals[rollout] += sum(mask)
+    return [totals[rollout] for rollout in rollout_ids]
 
 
 def convert_samples_to_train_data(args: Any, samples: Sequence[Any]) -> dict[str, list[Any]]:
+    """The train-data dict of a rollout step; raises TrainDataError on a row that breaks the contract."""
+    check_host_args(args)
     rows = flatten(samples)
     if not rows:
         raise TrainDataError("no samples to convert")
     for position, row in enumerate(rows):
-        if not 0 < row.response_length <= len(row.tokens):
-            raise TrainDataError(
-                f"row {position}: response_length {row.response_length} does not fit its {len(row.tokens)} tokens"
-            )
-    raw_rewards, advantages = reward_post_process(args, rows)
-    loss_masks = [_loss_mask(row, position) for position, row in enumerate(rows)]
-    rollout_ids = [rollout_key(row) for row in rows]
-    totals: dict[Any, int] = defaultdict(int)
-    for rollout, mask in zip(rollout_ids, loss_masks, strict=True):
-        totals[rollout] += sum(mask)
+        _check_row(position, row)
+    scored = scored_rows(args, rows)
+    loss_masks = [_loss_mask(row, trainable) for row, trainable in zip(rows, scored.trainable, strict=True)]
     status_type = type(rows[0]).Status
     data: dict[str, list[Any]] = {
-        "tokens": [list(row.tokens) for row in rows],
-        "response_lengths": [row.response_length for row in rows],
-        "rewards": advantages,
-        "raw_reward": raw_rewards,
+        "tokens": [[int(token) for token in row.tokens] for row in rows],
+        "response_lengths": [int(row.response_length) for row in rows],
+        "rewards": scored.advantages,
+        "raw_reward": scored.raw_rewards,
         "truncated": [int(row.status == status_type.TRUNCATED) for row in rows],
         "loss_masks": loss_masks,
         "sample_indices": [row.index for row in rows],
-        "rollout_ids": rollout_ids,
-        "rollout_mask_sums": [totals[rollout] for rollout in rollout_ids],
+        "rollout_ids": scored.rollout_ids,
+        "rollout_mask_sums": _mask_sums(scored.rollout_ids, loss_masks),
     }
     if all(row.rollout_log_probs is not None for row in rows):
-        for position, row in enumerate(rows):
-            if len(row.rollout_log_probs) != row.response_length:
-                raise TrainDataError(
-                    f"row {position}: {len(row.rollout_log_probs)} logprobs for {row.response_length} tokens"
-                )
-        data["rollout_log_probs"] = [list(row.rollout_log_probs) for row in rows]
-    if all(isinstance(row.metadata, dict) and "round_number" in row.metadata for row in rows):
+        data["rollout_log_probs"] = [[float(value) for value in row.rollout_log_probs] for row in rows]
+    if all("round_number" in (row.metadata or {}) for row in rows):
         data["round_number"] = [row.metadata["round_number"] for row in rows]
     if all(getattr(row, "train_metadata", None) is not None for row in rows):
         data["metadata"] = [row.train_metadata for row in rows]

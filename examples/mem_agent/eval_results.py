@@ -110,6 +110,10 @@ def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) ->
     }
     for metric in ("sub_em", "em", "f1", "strict"):
         summary[metric] = 100.0 * sum(float(r.get(metric, 0.0)) for r in completed) / total if total else 0.0
+    for metric in ("recall_share", "recall_hit_rate"):  # ReMemR1 runs only
+        values = [float(r[metric]) for r in completed if metric in r]
+        if values:
+            summary[metric] = sum(values) / len(values)
     tokens = [int(r["context_tokens"]) for r in records if "context_tokens" in r]
     summary["mean_context_tokens"] = sum(tokens) / len(tokens) if tokens else 0.0
     return summary

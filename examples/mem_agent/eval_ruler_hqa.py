@@ -39,12 +39,13 @@ from mem_agent.cli_common import (
     sampling_from_args,
 )
 from mem_agent.client_pool import ClientPool
-from mem_agent.config import ConfigError
+from mem_agent.config import AgentMode, ConfigError
 from mem_agent.eval_report import EvalFileReport, write_reports
 from mem_agent.eval_results import ResultStore, read_results, summarize
 from mem_agent.jsonstream import DataFormatError, count_json_array_items, iter_json_array
 from mem_agent.records import SamplingParams
 from mem_agent.scoring import score_answer
+from mem_agent.step_rewards import recall_stats
 from mem_agent.tokenizer import TokenizerNotFoundError, load_tokenizer
 from mem_agent.workflow import MemoryAgent
 
@@ -172,6 +173,8 @@ class Evaluator:
                 num_chunks=trajectory.num_chunks,
                 generated_tokens=trajectory.generated_tokens,
             )
+            if self.agent.config.mode is AgentMode.REMEMR1:
+                record.update(recall_stats(trajectory.turns, item.answers))
         except Exception as error:  # a bug must not lose the rest of the run: record it, count it
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)

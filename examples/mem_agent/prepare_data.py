@@ -47,6 +47,8 @@ class Summary:
     written: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     context_tokens: list[int] = field(default_factory=list)
+    short_rows: int = 0  # fewer documents than --num-docs: the filler pool ran out (metadata.num_docs says so)
+    reused_fillers: int = 0  # the pool was too small to keep every filler distinct
 
 
 def raw_rows(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
@@ -63,7 +65,7 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, Any]]:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise DataFormatError("reading parquet needs pyarrow: pip install 'mem-agent[data]'") from None
+        raise DataFormatError(f"{path}: reading parquet needs pyarrow: pip install 'mem-agent[data]'") from None
     try:
         table = pq.ParquetFile(path)
     except (OSError, ValueError) as error:
@@ -128,7 +130,9 @@ def write_rows(args: argparse.Namespace, pool: Sequence[Paragraph], tokenizer: A
         for row in tqdm(iter_questions(args, summary), desc="rows", unit="row", total=args.max_rows, disable=None):
             rng = random.Random(f"{args.seed}:{row.row_id}")
             if args.num_docs:
-                documents, _ = choose_documents(row, pool, args.num_docs, rng)
+                documents, reused = choose_documents(row, pool, args.num_docs, rng)
+                summary.reused_fillers += int(reused)
+                summary.short_rows += int(len(documents) < args.num_docs)
             else:
                 documents = list(row.paragraphs)
             context = render_context(documents)
@@ -146,6 +150,11 @@ def print_summary(args: argparse.Namespace, summary: Summary) -> None:
     print(f"wrote {summary.written} rows to {args.output}")
     for reason, count in sorted(summary.skipped.items()):
         print(f"skipped {count} rows: {reason}")
+    if summary.short_rows or summary.reused_fillers:
+        print(
+            f"filler pool too small: {summary.short_rows} rows have fewer than {args.num_docs} documents,"
+            f" {summary.reused_fillers} reuse fillers (raise --pool-size or use a larger source)"
+        )
     if summary.context_tokens:
         p50, p90, p99 = np.percentile(summary.context_tokens, [50, 90, 99])
         print(f"context tokens: p50 {p50:,.0f}  p90 {p90:,.0f}  p99 {p99:,.0f}  max {max(summary.context_tokens):,}")
@@ -171,10 +180,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-rows", type=int, default=None, help="stop after this many rows (default: all)")
     parser.add_argument("--seed", type=int, default=42, help="seed for fillers and their order (default: 42)")
     parser.add_argument(
-        "--tokenizer", default=None, help="model folder or bundled:qwen3: report context token percentiles"
+        "--tokenizer",
+        default=None,
+        help="model folder or bundled:qwen3: report context token percentiles (default: none, no token counts)",
     )
-    parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing output file (default: refuse)")
     return parser
+
+
+def _tokenizer(path: str) -> Any:
+    try:
+        return load_tokenizer(path)
+    except TokenizerNotFoundError as error:
+        raise DataFormatError(str(error)) from None
+    except (OSError, ValueError) as error:  # a folder without usable tokenizer files
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise DataFormatError(f"--tokenizer {path}: cannot load a tokenizer: {first_line}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,13 +204,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.num_docs < 0 or args.pool_size <= 0 or (args.max_rows is not None and args.max_rows <= 0):
             raise DataFormatError("--num-docs must be >= 0, --pool-size and --max-rows positive")
+        if args.output.is_dir():
+            raise DataFormatError(f"--output {args.output} is a folder, not a file")
         if args.output.exists() and not args.force:
             raise DataFormatError(f"refusing to overwrite {args.output} (pass --force)")
-        tokenizer = load_tokenizer(args.tokenizer) if args.tokenizer else None
+        tokenizer = _tokenizer(args.tokenizer) if args.tokenizer else None
         pool = paragraph_pool(args, args.pool_size, args.seed) if args.num_docs else []
         write_rows(args, pool, tokenizer, summary)
-    except (DataFormatError, TokenizerNotFoundError) as error:
+    except DataFormatError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # mostly the output side (disk full, no permission): name the file it hit
+        print(f"error: {error.filename or args.output}: {error.strerror or error}", file=sys.stderr)
         return 2
     print_summary(args, summary)
     return 0

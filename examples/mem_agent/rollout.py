@@ -8,21 +8,27 @@
 Training (`evaluation=False`) returns Multi-Conv output: one Sample per turn (each memory turn
 and the final turn, each its own prompt and response), all carrying the trajectory's `rollout_id`
 (the input's `index`, the host's fan-out convention) and its `group_index`. The final answer's
-strict reward is set on every turn, so the host's reward model is not called again; advantages
-are computed per trajectory in `reward_post_process` / `custom_convert` and broadcast to turns.
+strict reward is set on every turn, so the host's reward model is not called again (it skips
+samples whose reward is set); advantages are computed per trajectory in `reward_post_process` /
+`custom_convert` and broadcast to turns. Evaluation returns only the final-answer Sample, so the
+host's eval accuracy is per question, not per turn.
 
-Evaluation returns only the final-answer Sample, so the host's eval accuracy is per question.
+Statuses: a turn cut by max_tokens is TRUNCATED and still trained (MemAgent keeps cut memories).
+A trajectory with an aborted turn is ABORTED in every sample. slime and vime then skip the reward
+model for the whole list and keep it in its group; such a group reaches training only if it
+finished before the step's own abort (an engine restarted by fault tolerance, an operator's
+abort), so every row is loss-masked here, rewarded 0 and left out of its group's mean. Groups
+still running at the step's abort are dropped by the host, unless --partial-rollout re-queues
+them: the host cannot resume a group of turn lists, so that flag is refused at the first call
+(see `check_host_args`). A trajectory whose request failed for good (GenerationError) is
+FAILED with the reason in `metadata["error"]` and treated like an aborted one: a half
+trajectory is never trained as if complete.
 
-Statuses: a turn cut by max_tokens is TRUNCATED and still trained (MemAgent keeps cut memories);
-a trajectory with an aborted turn is ABORTED in every sample and a trajectory whose request
-failed for good is FAILED with the reason in `metadata["mem_agent"]["error"]`: both are fully
-loss-masked, rewarded 0 and left out of their group's statistics, so a half trajectory is never
-trained as if complete.
-
-Token limits are MEM_MAX_MEMORY and MEM_MAX_FINAL, not the host's --rollout-max-response-len:
-a memory turn and the final turn have different budgets. Sampling (temperature, top_p, top_k,
-seed) is the host's. The router is `args.vllm_router_ip/port` (vime, protocol `vllm`) or
-`args.sglang_router_ip/port` (slime, protocol `sglang`); MEM_PROTOCOL overrides the choice.
+Token limits are MEM_MAX_MEMORY and MEM_MAX_FINAL, not the host's --rollout-max-response-len (its
+`max_new_tokens`): a memory turn and the final turn have different budgets. Sampling
+(temperature, top_p, top_k, seed / sampling_seed) is the host's. The router is
+`args.vllm_router_ip/port` (vime, protocol `vllm`) or `args.sglang_router_ip/port` (slime,
+protocol `sglang`); MEM_PROTOCOL overrides the choice.
 """
 
 from __future__ import annotations
@@ -35,20 +41,26 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.advantages import TrajectoryOutcome, grpo_advantages
-from mem_agent.config import MemAgentConfig, ProtocolChoice
+from mem_agent.config import AgentMode, MemAgentConfig, ProtocolChoice
 from mem_agent.records import SamplingParams, Trajectory, TrajectoryStatus, Turn
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.scoring import score_answer, strict_reward
+from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
+from mem_agent.trajectory_rows import META, ScoredRows, score_rows
 from mem_agent.workflow import MemoryAgent
+
+__all__ = ["META", "generate", "reset_caches", "reward", "reward_post_process", "settings"]
 
 logger = logging.getLogger(__name__)
 
-META = "mem_agent"  # our key inside Sample.metadata
 _CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSettings, RolloutClient]] = (
     weakref.WeakKeyDictionary()
 )
+
+
+class HostConfigError(ValueError):
+    """A trainer flag the Multi-Conv output cannot work with; the message names the flag and the fix."""
 
 
 @functools.cache
@@ -82,7 +94,7 @@ def router_address(args: Any, config: MemAgentConfig) -> tuple[str, ApiProtocol]
     elif getattr(args, "sglang_router_ip", None):
         host, port, native = args.sglang_router_ip, args.sglang_router_port, ApiProtocol.SGLANG
     else:
-        raise ValueError("args has neither vllm_router_ip (vime) nor sglang_router_ip (slime): no router to call")
+        raise HostConfigError("args has neither vllm_router_ip (vime) nor sglang_router_ip (slime): no router to call")
     protocol = native if config.protocol is ProtocolChoice.AUTO else ApiProtocol(config.protocol.value)
     host = f"[{host}]" if ":" in str(host) and not str(host).startswith("[") else host  # a bare IPv6 address
     return f"http://{host}:{port}", protocol
@@ -115,7 +127,8 @@ def client_for(args: Any, config: MemAgentConfig) -> RolloutClient:
 
 
 def sampling_from_host(params: dict[str, Any]) -> SamplingParams:
-    seed = params.get("seed", params.get("sampling_seed"))
+    """The host's sampling for every turn; its max_new_tokens is deliberately not used (see above)."""
+    seed = params.get("seed", params.get("sampling_seed"))  # vime and slime spell it differently
     top_k = params.get("top_k")
     return SamplingParams(
         temperature=float(params.get("temperature", 1.0)),
@@ -125,18 +138,46 @@ def sampling_from_host(params: dict[str, Any]) -> SamplingParams:
     )
 
 
+def check_host_args(args: Any, *, training: bool = True) -> None:
+    """Refuse host flags that cannot work with the memory agent, at the first call, before any request."""
+    if getattr(args, "apply_chat_template", False):
+        raise HostConfigError(
+            "--apply-chat-template wraps the question in a chat template, but every turn builds its own chat "
+            "from the raw question; drop --apply-chat-template"
+        )
+    if not training:
+        return
+    if getattr(args, "partial_rollout", False):
+        raise HostConfigError(
+            "--partial-rollout re-queues half-finished groups, and a group of Multi-Conv output holds lists of "
+            "turn samples the host cannot resume; train without --partial-rollout"
+        )
+    if getattr(args, "group_rm", False):
+        raise HostConfigError("--group-rm scores a group of samples, not of turn lists; train without --group-rm")
+    top_p = getattr(args, "rollout_top_p", 1.0)
+    if top_p is not None and float(top_p) != 1.0:
+        raise HostConfigError(
+            f"--rollout-top-p {top_p}: the trainer then replays per-token top-p sets that these hooks do not "
+            "collect; train with --rollout-top-p 1.0 (MemAgent's recipe; evaluation may use any top_p)"
+        )
+    if getattr(args, "log_passrate", False):
+        raise HostConfigError("--log-passrate assumes n rows per prompt, a fan-out has more; drop --log-passrate")
+
+
 def ground_truths(sample: Any) -> list[str]:
+    """`metadata["ground_truth"]` (a list or one string), else the label (a list or one string)."""
     metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
-    truths = metadata.get("ground_truth")
-    if isinstance(truths, str):
-        return [truths]
-    if isinstance(truths, list) and truths:
-        return [str(truth) for truth in truths]
-    return [str(sample.label)] if sample.label is not None else []
+    for truths in (metadata.get("ground_truth"), sample.label):
+        if isinstance(truths, str) and truths:
+            return [truths]
+        if isinstance(truths, list | tuple) and truths:
+            return [str(truth) for truth in truths]
+    return []
 
 
 async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], evaluation: bool = False) -> Any:
     """The custom generate hook: a Sample in, a list of turn Samples (training) or one (evaluation)."""
+    check_host_args(args, training=not evaluation)
     config = settings()
     agent = _agent(str(args.hf_checkpoint), config)
     metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
@@ -168,21 +209,38 @@ class _SampleBuilder:
         self.truths = ground_truths(sample)
         completed = trajectory.status is TrajectoryStatus.COMPLETED
         self.reward = strict_reward(trajectory.answer, self.truths) if completed else 0.0
+        self.error = None if completed else trajectory.error or f"trajectory {trajectory.status.value}"
         self.template = copy.copy(sample)
         self.template.metadata = {k: v for k, v in (sample.metadata or {}).items() if k != "context"}
+        self.trained_turns = [turn for turn in trajectory.turns if len(turn.response_ids)]
+        self.state_rewards: dict[int, float] = {}
+        self.trajectory_facts: dict[str, float] = {}
+        if agent.config.mode is AgentMode.REMEMR1 and completed:
+            self.state_rewards = turn_state_rewards(
+                trajectory.turns,
+                trajectory.answer,
+                self.truths,
+                lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+            )
+            self.trajectory_facts = recall_stats(trajectory.turns, self.truths)
+            self.trajectory_facts["mean_state_reward"] = sum(self.state_rewards.values()) / len(self.state_rewards)
 
-    def _info(self, turn: Turn | None) -> dict[str, Any]:
+    def _info(self, turn: Turn | None, num_samples: int) -> dict[str, Any]:
         return {
             "turn": turn.kind.value if turn else "none",
             "step": turn.step if turn else -1,
             "num_turns": len(self.trajectory.turns),
+            "num_samples": num_samples,  # rows of this trajectory: lets the convert spot a trimmed one
             "trajectory_status": self.trajectory.status.value,
-            "error": self.trajectory.error,
+            "finish_reason": turn.finish_reason.value if turn else None,
+            "error": self.error,
             "answer": self.trajectory.answer,
             "context_tokens": self.trajectory.context_tokens,
             "dropped_tokens": self.trajectory.dropped_tokens,
             "num_chunks": self.trajectory.num_chunks,
             **{key: value for key, value in (turn.extras if turn else {}).items() if _is_plain(value)},
+            **self.trajectory_facts,
+            **({"state_reward": self.state_rewards[turn.step]} if turn and turn.step in self.state_rewards else {}),
         }
 
     def _status(self, turn: Turn | None) -> Any:
@@ -192,32 +250,35 @@ class _SampleBuilder:
             return self.status_type.FAILED
         return self.status_type.TRUNCATED if turn is not None and turn.truncated else self.status_type.COMPLETED
 
-    def _row(self, turn: Turn | None) -> Any:
+    def _row(self, turn: Turn | None, num_samples: int) -> Any:
         row = copy.deepcopy(self.template)
         if turn is None:  # a trajectory that produced no turn: one fully masked token keeps its place
             eos = int(self.tokenizer.eos_token_id)
             prompt, response, logprobs = [eos], [eos], [0.0]
-        else:
+        else:  # python ints and floats: the host tensorises lists, and numpy scalars do not pickle small
             prompt, response, logprobs = turn.prompt_ids.tolist(), turn.response_ids.tolist(), turn.logprobs.tolist()
-        trainable = self.trajectory.status is TrajectoryStatus.COMPLETED and turn is not None
+        trainable = self.error is None and turn is not None
         row.tokens = prompt + response
-        row.response = self.tokenizer.decode(response, skip_special_tokens=True)
+        row.response = self.tokenizer.decode(response, skip_special_tokens=True)  # for logs only
         row.response_length = len(response)
         row.loss_mask = [int(trainable)] * len(response)
-        row.rollout_log_probs = [float(value) for value in logprobs]
+        row.rollout_log_probs = logprobs
         row.reward = self.reward
         row.status = self._status(turn)
         row.rollout_id = self.sample.index
-        row.metadata[META] = self._info(turn)
+        row.metadata[META] = self._info(turn, num_samples)
+        if self.error is not None:
+            row.metadata["error"] = self.error
         return row
 
     def turn_samples(self) -> list[Any]:
-        rows = [self._row(turn) for turn in self.trajectory.turns if len(turn.response_ids)]
-        return rows or [self._row(None)]
+        if not self.trained_turns:
+            return [self._row(None, 1)]
+        return [self._row(turn, len(self.trained_turns)) for turn in self.trained_turns]
 
     def final_sample(self) -> Any:
         final = self.trajectory.final_turn
-        row = self._row(final if final is not None and len(final.response_ids) else None)
+        row = self._row(final if final is not None and len(final.response_ids) else None, 1)
         scores = score_answer(self.trajectory.answer, self.truths)
         row.metadata[META].update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, extracted=scores.extracted)
         return row
@@ -241,12 +302,10 @@ def _reward_of(sample: Any) -> float:
     return strict_reward(info.get("answer", sample.response), ground_truths(sample))
 
 
-def rollout_key(sample: Any) -> Any:
-    return sample.rollout_id if sample.rollout_id is not None else sample.index
-
-
-def trajectory_is_valid(sample: Any) -> bool:
-    return sample.status not in (type(sample).Status.ABORTED, type(sample).Status.FAILED)
+def scored_rows(args: Any, samples: Sequence[Any]) -> ScoredRows:
+    """Raw rewards, advantages and trainability per row, with this process's MEM_* settings."""
+    config = settings()
+    return score_rows(args, samples, config)
 
 
 def reward_post_process(args: Any, samples: Sequence[Any]) -> tuple[list[float], list[float]]:
@@ -255,12 +314,5 @@ def reward_post_process(args: Any, samples: Sequence[Any]) -> tuple[list[float],
     The host's own normalisation reshapes rows into groups of n; with a fan-out the row count per
     group varies, so grouping must use group_index, and statistics must count each trajectory once.
     """
-    outcomes: dict[Any, TrajectoryOutcome] = {}
-    for sample in samples:
-        key = rollout_key(sample)
-        valid = trajectory_is_valid(sample)
-        if key not in outcomes or not valid:
-            outcomes[key] = TrajectoryOutcome(sample.group_index, key, float(sample.reward or 0.0), valid)
-    advantages = grpo_advantages(outcomes.values(), std_normalize=settings().adv_std_norm)
-    raw_rewards = [float(sample.reward or 0.0) for sample in samples]
-    return raw_rewards, [advantages[rollout_key(sample)] for sample in samples]
+    scored = scored_rows(args, samples)
+    return scored.raw_rewards, scored.advantages

@@ -15,9 +15,10 @@ The state reward of a turn is format + action. Words are lower-cased `\\w+` runs
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mem_agent.records import Turn, TurnKind
 from mem_agent.retrieval import words
 from mem_agent.scoring import extract_boxed
 
@@ -65,3 +66,37 @@ def recall_hit(recalled: str | None, ground_truths: Sequence[str]) -> bool:
         return False
     present = set(words(recalled))
     return any(word in present for truth in ground_truths for word in words(truth))
+
+
+def turn_state_rewards(
+    turns: Sequence[Turn], answer: str, ground_truths: Sequence[str], decode_prompt: Callable[[Turn], str]
+) -> dict[int, float]:
+    """State reward per turn step of a ReMemR1 trajectory (memory turns and the final turn)."""
+    rewards: dict[int, float] = {}
+    for turn in turns:
+        if turn.kind is TurnKind.FINAL:
+            rewards[turn.step] = final_turn_reward(answer)
+            continue
+        extras = turn.extras
+        facts = MemoryTurnFacts(
+            turn_input=decode_prompt(turn),
+            memory_before=str(extras.get("memory_before") or ""),
+            memory_after=str(extras.get("memory_text") or ""),
+            recalled=extras.get("recalled") if isinstance(extras.get("recalled"), str) else None,
+            update_blocks=int(extras.get("update_blocks") or 0),
+            recall_blocks=int(extras.get("recall_blocks") or 0),
+        )
+        rewards[turn.step] = memory_turn_reward(facts, ground_truths)
+    return rewards
+
+
+def recall_stats(turns: Sequence[Turn], ground_truths: Sequence[str]) -> dict[str, float]:
+    """Share of memory turns that asked for a recall, and the share of recalls that hit a gold word."""
+    memory_turns = [turn for turn in turns if turn.kind is TurnKind.MEMORY]
+    asked = [turn for turn in memory_turns if turn.extras.get("recall_query")]
+    retrieved = [turn.extras.get("recalled") for turn in asked if turn.extras.get("recalled")]
+    hits = sum(recall_hit(str(text), ground_truths) for text in retrieved)
+    return {
+        "recall_share": len(asked) / len(memory_turns) if memory_turns else 0.0,
+        "recall_hit_rate": hits / len(retrieved) if retrieved else 0.0,
+    }

@@ -71,6 +71,7 @@ class FaultProxy:
         self.requests = 0
         self.injected: Counter[Fault] = Counter()
         self.responses: list[bytes] = []  # what the upstream answered, before any corruption
+        self.exchanges: list[tuple[bytes, bytes]] = []  # (request body, upstream answer) of each POST
         self.in_flight = 0
         self.max_in_flight = 0
         self.url = ""
@@ -143,6 +144,7 @@ class FaultProxy:
             status = upstream.status
         if request.method == "POST":
             self.responses.append(payload)
+            self.exchanges.append((body, payload))
         return web.Response(body=_corrupt(payload, fault), status=status, content_type="application/json")
 
 

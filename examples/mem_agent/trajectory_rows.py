@@ -1,0 +1,144 @@
+"""A rollout step's flat turn rows, regrouped into trajectories and scored.
+
+Shared by the reward post-process hook and the custom convert, so both give a row the same
+advantage and agree on which rows may be trained. The host hands over a flat list in which a
+trajectory is the rows sharing a `rollout_id` (falling back to `index`, as the host does) and a
+prompt's group is the rows sharing a `group_index`.
+
+A trajectory is not trained (every row loss-masked, advantage 0, left out of its group's mean)
+when any of its rows is ABORTED or FAILED, or when fewer rows arrive than the generate hook
+emitted (`metadata["mem_agent"]["num_samples"]`): the sample-counted hosts (vime's older
+interface, slime v0.2.x) trim a step's rows to a multiple of the global batch size, which can cut
+the last trajectory in half; its memory turns alone must not be trained as if they were complete.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mem_agent.advantages import StepReward, TrajectoryOutcome, turn_advantages
+from mem_agent.config import AgentMode, MemAgentConfig
+
+logger = logging.getLogger(__name__)
+
+META = "mem_agent"  # our key inside Sample.metadata
+_UNTRAINABLE_STATUSES = {"aborted", "failed"}
+
+
+class TrainDataError(ValueError):
+    """Samples that break the host's row invariants; the message names the row."""
+
+
+@dataclass(frozen=True)
+class ScoredRows:
+    raw_rewards: list[float]
+    advantages: list[float]
+    trainable: list[bool]  # False: the row's trajectory failed, was aborted or arrived incomplete
+    rollout_ids: list[Hashable]
+
+
+@dataclass
+class _Trajectory:
+    group: Hashable
+    positions: list[int] = field(default_factory=list)
+    final: int | None = None
+    expected_rows: int | None = None
+    problem: str | None = None  # why it is not trained
+
+
+def rollout_key(sample: Any) -> Hashable:
+    return sample.rollout_id if sample.rollout_id is not None else sample.index
+
+
+def info_of(sample: Any) -> dict[str, Any]:
+    metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
+    info = metadata.get(META)
+    return info if isinstance(info, dict) else {}
+
+
+def reward_value(args: Any, sample: Any) -> float:
+    """The row's scalar reward, honouring the host's --reward-key for dict rewards."""
+    value = sample.reward
+    if isinstance(value, dict):
+        key = getattr(args, "reward_key", None)
+        if not key or key not in value:
+            raise TrainDataError(f"sample {sample.index}: dict reward {sorted(value)} needs --reward-key naming one")
+        value = value[key]
+    return 0.0 if value is None else float(value)
+
+
+def _status(sample: Any) -> str:
+    return str(getattr(sample.status, "value", sample.status)).lower()
+
+
+def group_trajectories(samples: Sequence[Any]) -> dict[Hashable, _Trajectory]:
+    trajectories: dict[Hashable, _Trajectory] = {}
+    for position, sample in enumerate(samples):
+        key = rollout_key(sample)
+        trajectory = trajectories.setdefault(key, _Trajectory(sample.group_index))
+        if trajectory.group != sample.group_index:
+            raise TrainDataError(
+                f"row {position}: rollout {key!r} spans group_index {trajectory.group!r} and {sample.group_index!r}"
+            )
+        trajectory.positions.append(position)
+        info = info_of(sample)
+        if info.get("turn") == "final":
+            trajectory.final = position
+        if isinstance(info.get("num_samples"), int):
+            trajectory.expected_rows = info["num_samples"]
+        if _status(sample) in _UNTRAINABLE_STATUSES:
+            trajectory.problem = _status(sample)
+    for key, trajectory in trajectories.items():
+        rows, expected = len(trajectory.positions), trajectory.expected_rows
+        if expected is not None and rows > expected:
+            raise TrainDataError(f"rollout {key!r} has {rows} rows but its generate call emitted {expected}")
+        if trajectory.problem is None and expected is not None and rows < expected:
+            trajectory.problem = "incomplete"
+    return trajectories
+
+
+def score_rows(args: Any, samples: Sequence[Any], config: MemAgentConfig) -> ScoredRows:
+    """Per row: raw reward, its trajectory's (or turn's) advantage, and whether it may be trained."""
+    trajectories = group_trajectories(samples)
+    outcomes, step_rewards = [], []
+    for key, trajectory in trajectories.items():
+        scored_position = trajectory.final if trajectory.final is not None else trajectory.positions[0]
+        reward = reward_value(args, samples[scored_position])
+        outcomes.append(TrajectoryOutcome(trajectory.group, key, reward, valid=trajectory.problem is None))
+        for position in trajectory.positions:
+            info = info_of(samples[position])
+            if isinstance(info.get("state_reward"), int | float):  # ReMemR1 turns carry one
+                step_rewards.append(StepReward(trajectory.group, key, int(info["step"]), float(info["state_reward"])))
+    alpha = config.rememr1_alpha if config.mode is AgentMode.REMEMR1 else 1.0
+    advantages = turn_advantages(outcomes, step_rewards, alpha=alpha, std_normalize=config.adv_std_norm)
+    _log_rememr1_metrics(samples, trajectories)
+    problems = Counter(t.problem for t in trajectories.values() if t.problem is not None)
+    if problems:
+        untrained = sum(problems.values())
+        logger.warning("mem_agent: %d of %d trajectories not trained: %s", untrained, len(trajectories), dict(problems))
+    rollout_ids = [rollout_key(sample) for sample in samples]
+    return ScoredRows(
+        raw_rewards=[reward_value(args, sample) for sample in samples],
+        advantages=[
+            advantages.of(rollout, int(info_of(sample).get("step", 0)))
+            for rollout, sample in zip(rollout_ids, samples, strict=True)
+        ],
+        trainable=[trajectories[rollout].problem is None for rollout in rollout_ids],
+        rollout_ids=rollout_ids,
+    )
+
+
+def _log_rememr1_metrics(samples: Sequence[Any], trajectories: dict[Hashable, _Trajectory]) -> None:
+    """Per rollout step: share of turns that recall, retrieval hit rate, mean step reward."""
+    facts = [info_of(samples[t.positions[0]]) for t in trajectories.values()]
+    facts = [info for info in facts if "recall_share" in info]
+    if facts:
+        means = {key: sum(float(info[key]) for info in facts) / len(facts) for key in _REMEMR1_METRICS}
+        logger.info("mem_agent rememr1: %s over %d trajectories", means, len(facts))
+
+
+_REMEMR1_METRICS = ("recall_share", "recall_hit_rate", "mean_state_reward")

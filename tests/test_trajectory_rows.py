@@ -1,0 +1,189 @@
+"""Turn rows -> trajectories -> advantages and train data, on hand-built host samples.
+
+Rows are built the way the generate hook builds them (one per turn, the trajectory's reward on
+each, our facts under metadata["mem_agent"]), so every number here can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mem_agent import rollout
+from mem_agent.custom_convert import TrainDataError, convert_samples_to_train_data
+from support.slime_host import Sample, check_train_data, host_args, host_convert, split_for_dp
+
+ARGS = host_args("http://127.0.0.1:9", hf_checkpoint="bundled:qwen3", n_samples_per_prompt=4)
+COMPLETED = Sample.Status.COMPLETED
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings():
+    rollout.reset_caches()
+    yield
+    rollout.reset_caches()
+
+
+def trajectory(rollout_id, group, reward, turns=3, *, status=COMPLETED, emitted=None, state=None) -> list[Sample]:
+    """`turns` rows (memory turns, then the final turn) of one trajectory, as the hook emits them."""
+    rows = []
+    for step in range(turns):
+        info = {
+            "turn": "final" if step == turns - 1 else "memory",
+            "step": step,
+            "num_samples": turns if emitted is None else emitted,
+            "trajectory_status": "completed" if status in (COMPLETED, Sample.Status.TRUNCATED) else status.value,
+        }
+        if state is not None:
+            info["state_reward"] = state[step]
+        trainable = int(status in (COMPLETED, Sample.Status.TRUNCATED))
+        rows.append(
+            Sample(
+                group_index=group,
+                index=rollout_id,
+                rollout_id=rollout_id,
+                tokens=[11, 12, 13, 20 + step, 30 + step],
+                response_length=2,
+                loss_mask=[trainable] * 2,
+                rollout_log_probs=[-0.5, -0.25],
+                reward=reward,
+                status=status,
+                metadata={"mem_agent": info},
+            )
+        )
+    return rows
+
+
+def by_rollout(samples, values) -> dict:
+    table: dict = {}
+    for sample, value in zip(samples, values, strict=True):
+        table.setdefault(sample.rollout_id, set()).add(value)
+    return {key: value.pop() if len(value) == 1 else value for key, value in table.items()}
+
+
+def test_group_statistics_count_each_trajectory_once_however_many_turns_it_has():
+    """5-turn reward 1 vs 2-turn reward 0: +-0.5 per trajectory, not the 5/7 row-weighted mean."""
+    samples = trajectory(0, 0, 1.0, turns=5) + trajectory(1, 0, 0.0, turns=2)
+    raw, advantages = rollout.reward_post_process(ARGS, samples)
+    assert by_rollout(samples, advantages) == {0: 0.5, 1: -0.5}
+    assert raw == [1.0] * 5 + [0.0] * 2
+
+
+def test_groups_come_from_group_index_not_from_the_rows_position():
+    """A fan-out's flat list has a varying row count per prompt: reshaping by n would mix prompts."""
+    samples = trajectory(0, 0, 1.0, 4) + trajectory(4, 1, 1.0, 2) + trajectory(1, 0, 0.0, 3) + trajectory(5, 1, 0.0, 6)
+    _, advantages = rollout.reward_post_process(ARGS, samples)
+    assert by_rollout(samples, advantages) == {0: 0.5, 1: -0.5, 4: 0.5, 5: -0.5}
+
+
+def test_the_outcome_is_the_final_turns_reward():
+    """Only the final conversation is scored; a memory row's reward never decides the outcome."""
+    samples = trajectory(0, 0, 0.0) + trajectory(1, 0, 0.0)
+    samples[2].reward = 1.0  # trajectory 0's final turn
+    _, advantages = rollout.reward_post_process(ARGS, samples)
+    assert by_rollout(samples, advantages) == {0: 0.5, 1: -0.5}
+
+
+def test_failed_and_aborted_trajectories_are_masked_zero_and_out_of_the_mean():
+    failed = trajectory(2, 0, 0.0, 1, status=Sample.Status.FAILED)
+    aborted = trajectory(3, 0, 0.0, 2, status=Sample.Status.ABORTED)
+    samples = trajectory(0, 0, 1.0) + failed + trajectory(1, 0, 0.0) + aborted
+    data = convert_samples_to_train_data(ARGS, samples)
+    check_train_data(data, rollout_counted=True)
+    assert by_rollout(samples, data["rewards"]) == {0: 0.5, 1: -0.5, 2: 0.0, 3: 0.0}
+    assert by_rollout(samples, data["rollout_mask_sums"]) == {0: 6, 1: 6, 2: 0, 3: 0}
+    for sample, mask in zip(samples, data["loss_masks"], strict=True):
+        assert set(mask) == ({1} if sample.rollout_id in (0, 1) else {0})
+
+
+def test_a_trajectory_trimmed_by_a_sample_counted_host_is_not_trained():
+    """vime trims a step to a multiple of the global batch size in rows; a cut trajectory is masked."""
+    samples = trajectory(0, 0, 1.0) + trajectory(1, 0, 0.0) + trajectory(2, 0, 1.0, emitted=3)[:2]
+    data = convert_samples_to_train_data(ARGS, samples)
+    assert by_rollout(samples, data["rewards"]) == {0: 0.5, 1: -0.5, 2: 0.0}
+    assert all(set(mask) == {0} for sample, mask in zip(samples, data["loss_masks"], strict=True) if sample.index == 2)
+
+
+def test_more_rows_than_the_hook_emitted_is_a_contract_error():
+    samples = trajectory(0, 0, 1.0, emitted=2)
+    with pytest.raises(TrainDataError, match="rollout 0 has 3 rows but its generate call emitted 2"):
+        convert_samples_to_train_data(ARGS, samples)
+
+
+def test_one_rollout_id_in_two_groups_is_a_contract_error():
+    samples = trajectory(0, 0, 1.0) + trajectory(0, 1, 1.0)
+    with pytest.raises(TrainDataError, match="spans group_index 0 and 1"):
+        rollout.reward_post_process(ARGS, samples)
+
+
+def test_std_normalisation_follows_mem_adv_std_norm(monkeypatch):
+    monkeypatch.setenv("MEM_ADV_STD_NORM", "1")
+    rollout.reset_caches()
+    samples = trajectory(0, 0, 1.0, 2) + trajectory(1, 0, 0.0, 4) + trajectory(2, 0, 0.0, 3) + trajectory(3, 0, 1.0)
+    _, advantages = rollout.reward_post_process(ARGS, samples)
+    expected = 0.5 / ((1 / 3) ** 0.5 + 1e-6)
+    assert by_rollout(samples, advantages) == pytest.approx({0: expected, 1: -expected, 2: -expected, 3: expected})
+
+
+def test_a_dict_reward_is_read_through_the_hosts_reward_key():
+    args = host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=2, reward_key="acc")
+    samples = trajectory(0, 0, {"acc": 1.0, "len": 9.0}, 2) + trajectory(1, 0, {"acc": 0.0, "len": 1.0}, 2)
+    raw, advantages = rollout.reward_post_process(args, samples)
+    assert raw == [1.0, 1.0, 0.0, 0.0] and by_rollout(samples, advantages) == {0: 0.5, 1: -0.5}
+    with pytest.raises(TrainDataError, match="needs --reward-key"):
+        rollout.reward_post_process(ARGS, samples)
+
+
+def test_rememr1_state_rewards_mix_in_per_turn_only_in_rememr1_mode(monkeypatch):
+    """The ReMemR1 seam: a `state_reward` per turn is mixed with alpha; MemAgent mode ignores it."""
+    samples = trajectory(0, 0, 1.0, 2, state=[0.2, 1.0]) + trajectory(1, 0, 0.0, 2, state=[0.6, 1.0])
+    _, memagent = rollout.reward_post_process(ARGS, samples)
+    assert memagent == [0.5, 0.5, -0.5, -0.5]
+    monkeypatch.setenv("MEM_MODE", "rememr1")
+    monkeypatch.setenv("MEM_REMEMR1_ALPHA", "0.5")
+    rollout.reset_caches()
+    _, mixed = rollout.reward_post_process(ARGS, samples)
+    assert mixed == pytest.approx([0.5 * 0.5 + 0.5 * -0.2, 0.5 * 0.5, 0.5 * -0.5 + 0.5 * 0.2, 0.5 * -0.5])
+
+
+def test_samples_without_our_metadata_are_one_trajectory_each_keyed_by_index():
+    """Rows from another generate (no rollout_id, no metadata) fall back to the host's rules."""
+    samples = [
+        Sample(group_index=0, index=i, tokens=[1, 2], response_length=1, reward=r, status=COMPLETED)
+        for i, r in enumerate([1.0, 0.0])
+    ]
+    data = convert_samples_to_train_data(ARGS, samples)
+    assert data["rollout_ids"] == [0, 1] and data["rewards"] == [0.5, -0.5] and data["loss_masks"] == [[1], [1]]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("loss_mask", [1, 1, 1], "loss mask has 3 entries for 2 tokens"),
+        ("rollout_log_probs", [-0.1], "1 logprobs for 2 tokens"),
+        ("response_length", 9, "response_length 9 does not fit its 5 tokens"),
+    ],
+)
+def test_rows_that_break_the_hosts_row_invariants_are_named(field, value, message):
+    samples = trajectory(0, 0, 1.0)
+    setattr(samples[1], field, value)
+    with pytest.raises(TrainDataError, match=f"row 1: {message}"):
+        convert_samples_to_train_data(ARGS, samples)
+
+
+def test_the_same_dict_serves_the_sample_counted_interface():
+    """vime's older split copies a fixed key list per rank; rollout_ids and mask sums are ignored there."""
+    samples = trajectory(0, 0, 1.0) + trajectory(1, 0, 0.0, 2)
+    data = convert_samples_to_train_data(ARGS, samples)
+    check_train_data(data, rollout_counted=False)
+    ranks = split_for_dp(data, 2, rollout_counted=False)
+    assert [len(rank["tokens"]) for rank in ranks] == [3, 2] and "rollout_ids" not in ranks[0]
+    assert ranks[0]["raw_reward"] == data["raw_reward"], "raw_reward travels whole to every rank"
+
+
+def test_slimes_own_convert_with_our_post_process_builds_the_same_rows():
+    """Users may set only --custom-reward-post-process-path: the host's convert must then agree with ours."""
+    samples = trajectory(0, 0, 1.0) + trajectory(1, 0, 0.0, 2) + trajectory(2, 0, 0.0, 2, status=Sample.Status.FAILED)
+    ours = convert_samples_to_train_data(ARGS, samples)
+    hosts = host_convert(ARGS, samples, rollout.reward_post_process)
+    for key in ("tokens", "rewards", "raw_reward", "loss_masks", "rollout_ids", "rollout_mask_sums"):
+        assert ours[key] == hosts[key], key
