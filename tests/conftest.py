@@ -46,3 +46,26 @@ def stack(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     run_dir = tmp_path_factory.mktemp("local_stack")
     with local_stack(StackSettings(model_path=tiny_model_path, run_dir=run_dir)) as running:
         yield running
+
+
+_MEASURED_KEY = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def measured(request: pytest.FixtureRequest):
+    """Record a figure a test measured; all of them are printed at the end of the run (also in CI,
+    where test output is captured), under "measured figures"."""
+    lines = request.config.stash.setdefault(_MEASURED_KEY, [])
+
+    def record(text: str) -> None:
+        lines.append(f"{request.node.name}: {text}")
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    lines = config.stash.get(_MEASURED_KEY, [])
+    if lines:
+        terminalreporter.section("measured figures")
+        for line in lines:
+            terminalreporter.write_line(line)

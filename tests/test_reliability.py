@@ -2,7 +2,7 @@
 
 Faults are injected by a real HTTP proxy between our client and the real router (500/503, resets,
 stalls past the timeout, truncated or invalid JSON, token/logprob arrays of different lengths).
-The figures each test measures are printed (run pytest with -s to see them).
+The figures each test measures are printed in the run's "measured figures" summary.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _accounting(path) -> tuple[Counter, list[str]]:
 
 
 @pytest.mark.server
-def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_file, tmp_path, monkeypatch):
+def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_file, tmp_path, monkeypatch, measured):
     monkeypatch.setenv("MEM_REQUEST_TIMEOUT", "30")  # 50 questions queue on a 2-core CPU server
     plan = random_faults(0.2, TRANSIENT_FAULTS, seed=7)
     with fault_proxy(stack.router_url, plan, stall_s=40.0) as proxy:
@@ -73,8 +73,8 @@ def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_f
         code = eval_ruler_hqa.main([*argv, "--tokenizer", str(stack.model_path), *FAST])
     statuses, ids = _accounting(tmp_path / "results_12.jsonl")
     duplicates = len(ids) - len(set(ids))
-    print(
-        f"\nevaluator faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
+    measured(
+        f"evaluator faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
         f"by_kind={dict(proxy.injected)} completed={statuses['completed']} failed={statuses['failed']} "
         f"duplicates={duplicates} exit={code}"
     )
@@ -87,7 +87,9 @@ def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_f
 
 
 @pytest.mark.server
-def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(stack, eval_file, tmp_path, monkeypatch):
+def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(
+    stack, eval_file, tmp_path, monkeypatch, measured
+):
     monkeypatch.setenv("MEM_MAX_RETRIES", "0")
     monkeypatch.setenv("MEM_REQUEST_TIMEOUT", "30")
     with fault_proxy(stack.router_url, random_faults(0.2, TRANSIENT_FAULTS, seed=3), stall_s=40.0) as proxy:
@@ -95,7 +97,7 @@ def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(s
         code = eval_ruler_hqa.main([*argv, "--limit", "20", "--tokenizer", str(stack.model_path), *FAST])
     records = read_results(tmp_path / "results_12.jsonl")
     failed = [r for r in records if r["status"] == "failed"]
-    print(f"\nno retries: requests={proxy.requests} faults={proxy.faults_injected} failed_items={len(failed)}/20")
+    measured(f"no retries: requests={proxy.requests} faults={proxy.faults_injected} failed_items={len(failed)}/20")
     assert code == 1 and failed and len(records) == 20
     assert all(
         r["error"] and ("HTTP 5" in r["error"] or "failed" in r["error"] or "bad response" in r["error"])
@@ -112,7 +114,7 @@ def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(s
 
 
 @pytest.mark.server
-def test_training_hook_under_faults_never_trains_a_half_trajectory(stack, hotpot_rows, monkeypatch):
+def test_training_hook_under_faults_never_trains_a_half_trajectory(stack, hotpot_rows, monkeypatch, measured):
     monkeypatch.setenv("MEM_CHUNK_TOKENS", "256")
     monkeypatch.setenv("MEM_MAX_MEMORY", "12")
     monkeypatch.setenv("MEM_MAX_FINAL", "12")
@@ -157,15 +159,15 @@ def test_training_hook_under_faults_never_trains_a_half_trajectory(stack, hotpot
                 "the whole trajectory, not part of it"
             )
             assert set(data["loss_masks"][position]) == {0} and data["rewards"][position] == 0.0
-    print(
-        f"\ntraining faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
+    measured(
+        f"training faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
         f"trajectories={len(by_rollout)} failed_or_aborted={len(broken)} rows={len(samples)}"
     )
     assert len(by_rollout) == 16 and proxy.faults_injected > 0
 
 
 @pytest.mark.server
-def test_killing_the_evaluator_five_times_still_ends_with_one_line_per_item(stack, eval_file, tmp_path):
+def test_killing_the_evaluator_five_times_still_ends_with_one_line_per_item(stack, eval_file, tmp_path, measured):
     argv = [sys.executable, "-m", "mem_agent.eval_ruler_hqa", "--data", str(eval_file), "--output-dir", str(tmp_path)]
     argv += ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path), "--limit", "24"]
     argv += ["--questions-in-flight", "4", *FAST]
@@ -188,7 +190,7 @@ def test_killing_the_evaluator_five_times_still_ends_with_one_line_per_item(stac
     completed = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert completed.returncode == 0, completed.stderr[-2000:]
     statuses, ids = _accounting(results)
-    print(f"\nkill -9 x5: lines after each kill={kills} final={len(ids)} duplicates={len(ids) - len(set(ids))}")
+    measured(f"kill -9 x5: lines after each kill={kills} final={len(ids)} duplicates={len(ids) - len(set(ids))}")
     assert sorted(ids, key=int) == [str(i) for i in range(24)] and statuses == Counter(completed=24)
     assert all(json.loads(line) for line in results.read_text().splitlines())
     assert kills[-1] > kills[1] > 0, "later kills landed mid-run, after results were written"

@@ -42,7 +42,12 @@ def add_server_flags(parser: argparse.ArgumentParser, *, many: bool = False) -> 
 def add_sampling_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: 0.7)")
     parser.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
-    parser.add_argument("--seed", type=int, default=None, help="sampling seed (default: none)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="per-request sampling seed (default: none; the vLLM CPU build 0.32 crashes on seeded requests)",
+    )
 
 
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:

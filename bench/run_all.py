@@ -1,0 +1,140 @@
+"""Run every benchmark, print one table of figures against their targets, and write JSON.
+
+    python -m bench.run_all --quick     # small sizes: checks that every benchmark still runs (CI)
+    python -m bench.run_all             # full sizes: the figures quoted in the README (~15 min, 2 cores)
+
+Each figure is a ratio measured side by side in one run. The benchmarks that need the real server
+share one local vLLM CPU stack, started once and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling
+from mem_agent.io_utils import write_text_atomic
+from mem_agent.local_stack import StackSettings, local_stack
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = RESULTS_DIR / "latest.json"
+NAMES = ("chunking", "scheduling", "memory", "overhead", "linear")
+
+
+@dataclass(frozen=True)
+class Check:
+    benchmark: str
+    figure: str
+    value: float
+    target: str
+    met: bool
+
+
+def checks(results: dict) -> list[Check]:
+    found: list[Check] = []
+    if "overhead" in results:
+        ratio = results["overhead"]["ratio"]
+        found.append(Check("1 client overhead", "workflow / direct wall time", ratio, "<= 1.03", ratio <= 1.03))
+    if "scheduling" in results:
+        for case in results["scheduling"]["cases"]:
+            slots = case["slots"]
+            over = case["priority_over_bound"]
+            found.append(Check("2 scheduling", f"pipelined / lower bound, C={slots}", over, "<= 1.05", over <= 1.05))
+            if slots >= 128:
+                speedup = case["speedup_vs_lockstep"]
+                found.append(
+                    Check("2 scheduling", f"lock-step / pipelined, C={slots}", speedup, ">= 1.4", speedup >= 1.4)
+                )
+    if "chunking" in results:
+        chunking = results["chunking"]
+        found.append(
+            Check("3 chunking", "tokenise+chunk / raw encode", chunking["ratio"], "<= 1.15", chunking["ratio"] <= 1.15)
+        )
+        found.append(Check("3 chunking", "R^2 of time vs tokens", chunking["r2"], ">= 0.98", chunking["r2"] >= 0.98))
+    if "memory" in results:
+        peak = results["memory"]["peak_rss_gib"]
+        found.append(Check("4 memory", "evaluator peak RSS (GiB)", peak, "<= 2.0", peak <= 2.0))
+    if "linear" in results:
+        r2 = results["linear"]["r2"]
+        found.append(Check("5 linear cost", "R^2 of time vs chunks", r2, ">= 0.98", r2 >= 0.98))
+    return found
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_gib, 1),
+        "python": platform.python_version(),
+    }
+
+
+def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
+    def wanted(name: str) -> bool:
+        return only is None or name in only
+
+    results: dict = {}
+    for name, module in (("chunking", bench_chunking), ("scheduling", bench_scheduling), ("memory", bench_memory)):
+        if wanted(name):
+            started = time.monotonic()
+            results[name] = module.run(quick=quick)
+            results[name]["bench_seconds"] = round(time.monotonic() - started, 1)
+            print(f"{name}: done in {results[name]['bench_seconds']} s", flush=True)
+    if wanted("overhead") or wanted("linear"):
+        with local_stack(StackSettings(run_dir=RESULTS_DIR / "servers")) as stack:
+            for name, module in (("overhead", bench_overhead), ("linear", bench_linear)):
+                if wanted(name):
+                    started = time.monotonic()
+                    results[name] = module.run(stack.router_url, quick=quick)
+                    results[name]["bench_seconds"] = round(time.monotonic() - started, 1)
+                    print(f"{name}: done in {results[name]['bench_seconds']} s", flush=True)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run_all", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, targets reported but not required")
+    parser.add_argument(
+        "--only", nargs="+", choices=NAMES, default=None, metavar="NAME", help=f"run only these: {', '.join(NAMES)}"
+    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default: {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    results = run_benchmarks(args.quick, set(args.only) if args.only is not None else None)
+    found = checks(results)
+    print(f"\n{'benchmark':<16} | {'figure':<34} | {'value':>8} | {'target':>8} | met")
+    for check in found:
+        met = "yes" if check.met else "NO"
+        print(f"{check.benchmark:<16} | {check.figure:<34} | {check.value:>8.4g} | {check.target:>8} | {met}")
+    document = {
+        "mode": "quick" if args.quick else "full",
+        "machine": machine(),
+        "seconds": round(time.monotonic() - started, 1),
+        "results": results,
+        "checks": [check.__dict__ for check in found],
+    }
+    write_text_atomic(args.out, json.dumps(document, indent=2) + "\n")
+    print(f"\nwrote {args.out} ({document['seconds']} s)")
+    if args.quick:
+        return 0
+    return 0 if all(check.met for check in found) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The benchmarks still run: each one in its quick mode, on the real parts it measures.
+
+Quick mode uses small sizes, so the figures here are not the README's (those come from
+`python -m bench.run_all`, full mode); these tests check that every benchmark runs to the end,
+measures what it says and that the report reads its results. No timing target is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling, run_all
+
+
+def test_chunking_benchmark_times_our_path_against_the_raw_encode(measured):
+    result = bench_chunking.run(quick=True)
+    measured(f"quick chunking: {result['context_tokens']} tokens, ours / raw encode = {result['ratio']}")
+    assert result["context_tokens"] >= 100_000
+    assert result["raw_encode_s"] > 0 and result["tokenize_and_chunk_s"] > 0
+    assert math.isclose(result["ratio"], result["tokenize_and_chunk_s"] / result["raw_encode_s"], rel_tol=0.02)
+    tokens = [point["tokens"] for point in result["series"]]
+    assert tokens == sorted(tokens) and len(tokens) == 3
+    assert -1.0 <= result["r2"] <= 1.0
+
+
+def test_scheduling_benchmark_meets_the_lower_bound_it_reports():
+    result = bench_scheduling.run(quick=True, questions=32)
+    assert [case["slots"] for case in result["cases"]] == [32, 64, 128]
+    for case in result["cases"]:
+        # No schedule can beat the bound: a measured time under it would mean the bound is wrong.
+        assert case["pipelined_priority_s"] >= case["lower_bound_s"] * 0.98
+        assert case["lockstep_s"] >= case["lower_bound_s"] * 0.98
+
+
+def test_memory_benchmark_runs_the_evaluator_over_every_question(measured):
+    result = bench_memory.run(quick=True)
+    measured(f"quick memory: peak RSS {result['peak_rss_gib']} GiB, file {result['file_gib']} GiB")
+    assert result["exit_status"] == 0
+    assert result["items_completed"] == result["questions"] == 8
+    assert result["mean_context_tokens"] > 40_000  # 400 documents of ~140 tokens
+    assert 0 < result["peak_rss_gib"] < 4
+
+
+@pytest.mark.server
+def test_overhead_benchmark_replays_the_workflow_requests_directly(stack, measured):
+    result = bench_overhead.run(stack.router_url, quick=True)
+    measured(f"quick overhead: workflow / direct = {result['ratio']} (one run, not a median)")
+    assert result["requests_per_run"] == result["questions"] * (result["chunks_per_question"] + 1)
+    assert len(result["workflow_s"]) == len(result["direct_s"]) == 1
+    assert result["ratio"] > 0
+
+
+@pytest.mark.server
+def test_linear_benchmark_fits_time_against_chunks(stack):
+    result = bench_linear.run(stack.router_url, quick=True)
+    assert [point["chunks"] for point in result["points"]] == [1, 2, 4]
+    assert result["seconds_per_chunk"] > 0
+
+
+def test_report_checks_every_target_and_flags_a_missed_one():
+    results = {
+        "overhead": {"ratio": 1.01},
+        "scheduling": {
+            "cases": [
+                {"slots": 32, "priority_over_bound": 1.04},
+                {"slots": 128, "priority_over_bound": 1.07, "speedup_vs_lockstep": 1.8},
+            ]
+        },
+        "chunking": {"ratio": 1.2, "r2": 0.999},
+        "memory": {"peak_rss_gib": 1.1},
+        "linear": {"r2": 0.99},
+    }
+    met = {(check.benchmark, check.figure): check.met for check in run_all.checks(results)}
+    assert met == {
+        ("1 client overhead", "workflow / direct wall time"): True,
+        ("2 scheduling", "pipelined / lower bound, C=32"): True,
+        ("2 scheduling", "pipelined / lower bound, C=128"): False,
+        ("2 scheduling", "lock-step / pipelined, C=128"): True,
+        ("3 chunking", "tokenise+chunk / raw encode"): False,
+        ("3 chunking", "R^2 of time vs tokens"): True,
+        ("4 memory", "evaluator peak RSS (GiB)"): True,
+        ("5 linear cost", "R^2 of time vs chunks"): True,
+    }
+
+
+def test_run_all_writes_its_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    out = tmp_path / "bench.json"
+    assert run_all.main(["--quick", "--only", "chunking", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["mode"] == "quick"
+    assert set(document["results"]) == {"chunking"}
+    assert document["machine"]["cores"] >= 1
+    assert "tokenise+chunk / raw encode" in capsys.readouterr().out
+
+
+def test_run_all_rejects_an_unknown_benchmark_name(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        run_all.main(["--only", "speed"])
+    assert exit_info.value.code == 2
+    assert "speed" in capsys.readouterr().err
