@@ -101,6 +101,7 @@ def run(quick: bool) -> dict:
             server.wait(timeout=30)
         records = read_results(work / "out" / f"results_{documents}.jsonl")
     tokens = sum(int(r.get("context_tokens", 0)) for r in records)
+    requests = sum(int(r.get("num_chunks", 0)) + 1 for r in records)  # a memory turn per chunk, then the answer
     peak = usage.ru_maxrss * 1024
     return {
         "server": "latency-model HTTP stand-in (64 tokens per turn, 5 ms), its own process",
@@ -116,6 +117,10 @@ def run(quick: bool) -> dict:
         "python_lists_gib": round(tokens * PYTHON_LIST_BYTES_PER_TOKEN / 2**30, 3),
         "build_file_s": round(build_s, 1),
         "evaluation_s": round(eval_s, 1),
+        "requests": requests,
+        "requests_per_s": round(requests / eval_s, 1),
+        "context_tokens_per_s": round(tokens / eval_s),
+        "evaluator_cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
     }
 
 

@@ -122,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for check in found:
         met = "yes" if check.met else "NO"
         print(f"{check.benchmark:<16} | {check.figure:<34} | {check.value:>8.4g} | {check.target:>8} | {met}")
+    for name, result in results.items():
+        if "server" in result:
+            print(f"{name}: server = {result['server']}")
     document = {
         "mode": "quick" if args.quick else "full",
         "machine": machine(),

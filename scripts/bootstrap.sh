@@ -22,6 +22,10 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   usage
   exit 0
 fi
+if (($#)); then
+  echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
+  exit 2
+fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VENV:-${ROOT}/.venv}

@@ -13,6 +13,10 @@ Every variable of those two scripts applies (see their --help), e.g. LENGTH="20 
 USAGE
   exit 0
 fi
+if (($#)); then
+  echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
+  exit 2
+fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export VENV=${VENV:-${ROOT}/.venv}

@@ -48,6 +48,11 @@ def stack(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         yield running
 
 
+def server_flags(stack: LocalStack) -> list[str]:
+    """The CLI flags that point a command at the session's stack, with the tiny model's tokenizer."""
+    return ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path)]
+
+
 _MEASURED_KEY = pytest.StashKey[list[str]]()
 
 

@@ -43,6 +43,7 @@ def test_memory_benchmark_runs_the_evaluator_over_every_question(measured):
     assert result["items_completed"] == result["questions"] == 8
     assert result["mean_context_tokens"] > 40_000  # 400 documents of ~140 tokens
     assert 0 < result["peak_rss_gib"] < 4
+    assert result["requests"] > result["questions"] * 2  # several memory turns and an answer each
 
 
 @pytest.mark.server

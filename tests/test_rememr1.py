@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 import pytest
+from conftest import server_flags
 
 from mem_agent.config import MemAgentConfig, RetrieverKind
 from mem_agent.records import Completion, FinishReason, SamplingParams, TrajectoryStatus, TurnKind
@@ -221,12 +222,7 @@ def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, h
         str(tmp_path / "eval_10.json"),
         "--output-dir",
         str(tmp_path / "out"),
-        "--url",
-        stack.router_url,
-        "--protocol",
-        "vllm",
-        "--tokenizer",
-        str(stack.model_path),
+        *server_flags(stack),
         "--chunk-tokens",
         "256",
         "--max-memory",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import server_flags
 
 from mem_agent import run_document
 
@@ -20,12 +21,7 @@ def _context(row: dict) -> str:
 
 def _argv(stack, *extra: str) -> list[str]:
     return [
-        "--url",
-        stack.router_url,
-        "--protocol",
-        "vllm",
-        "--tokenizer",
-        str(stack.model_path),
+        *server_flags(stack),
         "--chunk-tokens",
         "256",
         "--max-memory",

@@ -96,6 +96,18 @@ def test_every_script_explains_itself(script):
     assert result.returncode == 0 and result.stdout.startswith("usage:"), result.stderr
 
 
+@pytest.mark.parametrize(
+    "script",
+    [s for s in ALL_SHELL if s.suffix == ".sh" and s.name not in ("_common.sh", "test.sh")],  # test.sh: pytest's
+    ids=lambda s: s.name,
+)
+def test_an_unknown_argument_is_a_usage_error_that_starts_nothing(script):
+    result = _run(script, {"DRY_RUN": "1"}, "--no-such-flag")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--no-such-flag" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
 def test_no_script_stops_processes_by_name_or_hard_codes_root():
     """`pkill`, `killall` and `ray stop` hit other users' processes; /root is one machine's layout."""
     for script in SCRIPTS.glob("*.sh"):

@@ -25,6 +25,26 @@ die() {
   exit 2
 }
 
+# For scripts whose settings are all environment variables: -h/--help prints the script's own
+# usage(), any other argument is a usage error.
+accept_only_help() {
+  case "${1:-}" in
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    "") ;;
+    *)
+      echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
+      exit 2
+      ;;
+  esac
+  (($# <= 1)) || {
+    echo "error: unexpected argument '$2' (settings are environment variables; see --help)" >&2
+    exit 2
+  }
+}
+
 # Print the command shell-quoted (copy-pasteable) in a dry run, run it otherwise.
 run() {
   if [[ "${DRY_RUN}" == "1" ]]; then

@@ -26,20 +26,9 @@ conversion) is converted again with --force. Nothing else is ever overwritten.
 USAGE
 }
 
-case "${1:-}" in
-  -h | --help)
-    usage
-    exit 0
-    ;;
-  "") ;;
-  *)
-    echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
-    exit 2
-    ;;
-esac
-
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+accept_only_help "$@"
 OUT_ROOT=${OUT_ROOT:-${SAVE_PATH}_hf}
 SINGLE_ITER=${SINGLE_ITER:-}
 VOCAB_SIZE=${VOCAB_SIZE:-}

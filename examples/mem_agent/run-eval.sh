@@ -39,13 +39,9 @@ Other
 USAGE
 }
 
-if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-  usage
-  exit 0
-fi
-
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+accept_only_help "$@"
 SCRIPT_DIR=${MEM_AGENT_DIR}
 MODEL_PATH=${MODEL_PATH:-}
 CONVERT=${CONVERT:-0}

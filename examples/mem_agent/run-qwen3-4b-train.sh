@@ -61,20 +61,9 @@ Logging and extras
 USAGE
 }
 
-case "${1:-}" in
-  -h | --help)
-    usage
-    exit 0
-    ;;
-  "") ;;
-  *)
-    echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
-    exit 2
-    ;;
-esac
-
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+accept_only_help "$@"
 
 NUM_ROLLOUT=${NUM_ROLLOUT:-100}
 ROLLOUT_BATCH_SIZE=${ROLLOUT_BATCH_SIZE:-128}

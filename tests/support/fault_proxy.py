@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 
-import aiohttp
 from aiohttp import web
+
+from support.background_app import BackgroundApp
 
 
 class Fault(StrEnum):
@@ -63,9 +64,9 @@ def random_faults(rate: float, kinds: tuple[Fault, ...], seed: int = 0) -> Fault
     return plan
 
 
-class FaultProxy:
+class FaultProxy(BackgroundApp):
     def __init__(self, upstream: str, plan: FaultPlan, stall_s: float = 30.0) -> None:
-        self.upstream = upstream.rstrip("/")
+        super().__init__(upstream)
         self.plan = plan
         self.stall_s = stall_s
         self.requests = 0
@@ -74,42 +75,15 @@ class FaultProxy:
         self.exchanges: list[tuple[bytes, bytes]] = []  # (request body, upstream answer) of each POST
         self.in_flight = 0
         self.max_in_flight = 0
-        self.url = ""
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
-
-    def start(self) -> FaultProxy:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
-        return self
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
 
     @property
     def faults_injected(self) -> int:
         return sum(self.injected.values())
 
-    async def _start(self) -> None:
+    def make_app(self) -> web.Application:
         app = web.Application(client_max_size=256 * 1024**2)
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
-        self._session = aiohttp.ClientSession(trust_env=False, timeout=aiohttp.ClientTimeout(total=600))
-
-    async def _stop(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        return app
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.in_flight += 1
@@ -135,9 +109,8 @@ class FaultProxy:
             raise asyncio.CancelledError
         if fault is Fault.STALL:
             await asyncio.sleep(self.stall_s)
-        assert self._session is not None
         headers = {"Content-Type": request.headers.get("Content-Type", "application/json")}
-        async with self._session.request(
+        async with self.session.request(
             request.method, self.upstream + request.path_qs, data=body, headers=headers
         ) as upstream:
             payload = await upstream.read()

@@ -10,50 +10,23 @@ answered 400, as SGLang would.
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import aiohttp
 from aiohttp import web
 
+from support.background_app import BackgroundApp
 
-class SglangShim:
+
+class SglangShim(BackgroundApp):
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
-        self.url = ""
+        super().__init__(upstream)
         self.requests: list[dict] = []
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._runner: web.AppRunner | None = None
-        self._session: aiohttp.ClientSession | None = None
 
-    def start(self) -> SglangShim:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
-        return self
-
-    def stop(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=30)
-
-    async def _start(self) -> None:
+    def make_app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/generate", self._generate)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
-        self._session = aiohttp.ClientSession(trust_env=False, timeout=aiohttp.ClientTimeout(total=600))
-
-    async def _stop(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        return app
 
     async def _generate(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -67,9 +40,8 @@ class SglangShim:
             sampling["top_k"] = params["top_k"]
         if params.get("sampling_seed") is not None:
             sampling["seed"] = params["sampling_seed"]
-        assert self._session is not None
         vllm_body = {"token_ids": body["input_ids"], "sampling_params": sampling}
-        async with self._session.post(f"{self.upstream}/inference/v1/generate", json=vllm_body) as upstream:
+        async with self.session.post(f"{self.upstream}/inference/v1/generate", json=vllm_body) as upstream:
             if upstream.status != 200:
                 return web.Response(body=await upstream.read(), status=upstream.status)
             choice = (await upstream.json())["choices"][0]
