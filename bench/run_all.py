@@ -118,10 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     results = run_benchmarks(args.quick, set(args.only) if args.only is not None else None)
     found = checks(results)
-    print(f"\n{'benchmark':<16} | {'figure':<34} | {'value':>8} | {'target':>8} | met")
+    print(f"\n{'benchmark':<17} | {'figure':<34} | {'value':>8} | {'target':>8} | met")
     for check in found:
         met = "yes" if check.met else "NO"
-        print(f"{check.benchmark:<16} | {check.figure:<34} | {check.value:>8.4g} | {check.target:>8} | {met}")
+        print(f"{check.benchmark:<17} | {check.figure:<34} | {check.value:>8.4g} | {check.target:>8} | {met}")
     for name, result in results.items():
         if "server" in result:
             print(f"{name}: server = {result['server']}")
