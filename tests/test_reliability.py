@@ -73,10 +73,10 @@ def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_f
         code = eval_ruler_hqa.main([*argv, "--tokenizer", str(stack.model_path), *FAST])
     statuses, ids = _accounting(tmp_path / "results_12.jsonl")
     duplicates = len(ids) - len(set(ids))
+    by_kind = ", ".join(f"{kind}={count}" for kind, count in sorted(proxy.injected.items()))
     measured(
-        f"evaluator faults: requests={proxy.requests} faults_injected={proxy.faults_injected} "
-        f"by_kind={dict(proxy.injected)} completed={statuses['completed']} failed={statuses['failed']} "
-        f"duplicates={duplicates} exit={code}"
+        f"evaluator faults: requests={proxy.requests} faults_injected={proxy.faults_injected} ({by_kind}) "
+        f"completed={statuses['completed']} failed={statuses['failed']} duplicates={duplicates} exit={code}"
     )
     assert sorted(ids, key=int) == [str(i) for i in range(QUESTIONS)] and duplicates == 0
     assert proxy.faults_injected >= 0.1 * proxy.requests and len(proxy.injected) >= 5
