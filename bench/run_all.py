@@ -118,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     results = run_benchmarks(args.quick, set(args.only) if args.only is not None else None)
     found = checks(results)
+    if args.quick:
+        print("\nquick mode: small sizes, so the figures are rough; the targets apply to the full run")
     print(f"\n{'benchmark':<17} | {'figure':<34} | {'value':>8} | {'target':>8} | met")
     for check in found:
         met = "yes" if check.met else "NO"

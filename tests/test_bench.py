@@ -95,7 +95,9 @@ def test_run_all_writes_its_table_and_json(tmp_path: Path, capsys: pytest.Captur
     assert document["mode"] == "quick"
     assert set(document["results"]) == {"chunking"}
     assert document["machine"]["cores"] >= 1
-    assert "tokenise+chunk / raw encode" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "tokenise+chunk / raw encode" in printed
+    assert "quick mode" in printed, "quick figures must say they are rough"
 
 
 def test_run_all_rejects_an_unknown_benchmark_name(capsys: pytest.CaptureFixture[str]):
