@@ -47,7 +47,7 @@ from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.scoring import score_answer, strict_reward
 from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
-from mem_agent.trajectory_rows import META, ScoredRows, score_rows
+from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows
 from mem_agent.workflow import MemoryAgent
 
 __all__ = ["META", "generate", "reset_caches", "reward", "reward_post_process", "settings"]
@@ -296,7 +296,7 @@ async def reward(args: Any, sample_or_samples: Any, **kwargs: Any) -> float | li
 
 
 def _reward_of(sample: Any) -> float:
-    info = (sample.metadata or {}).get(META, {})
+    info = info_of(sample)
     if info and info.get("trajectory_status") != TrajectoryStatus.COMPLETED.value:
         return 0.0
     return strict_reward(info.get("answer", sample.response), ground_truths(sample))

@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 
 META = "mem_agent"  # our key inside Sample.metadata
 _UNTRAINABLE_STATUSES = {"aborted", "failed"}
+_REMEMR1_METRICS = ("recall_share", "recall_hit_rate", "mean_state_reward")  # logged per rollout step
 
 
 class TrainDataError(ValueError):
@@ -104,10 +105,11 @@ def group_trajectories(samples: Sequence[Any]) -> dict[Hashable, _Trajectory]:
 def score_rows(args: Any, samples: Sequence[Any], config: MemAgentConfig) -> ScoredRows:
     """Per row: raw reward, its trajectory's (or turn's) advantage, and whether it may be trained."""
     trajectories = group_trajectories(samples)
+    raw_rewards = [reward_value(args, sample) for sample in samples]
     outcomes, step_rewards = [], []
     for key, trajectory in trajectories.items():
         scored_position = trajectory.final if trajectory.final is not None else trajectory.positions[0]
-        reward = reward_value(args, samples[scored_position])
+        reward = raw_rewards[scored_position]
         outcomes.append(TrajectoryOutcome(trajectory.group, key, reward, valid=trajectory.problem is None))
         for position in trajectory.positions:
             info = info_of(samples[position])
@@ -122,7 +124,7 @@ def score_rows(args: Any, samples: Sequence[Any], config: MemAgentConfig) -> Sco
         logger.warning("mem_agent: %d of %d trajectories not trained: %s", untrained, len(trajectories), dict(problems))
     rollout_ids = [rollout_key(sample) for sample in samples]
     return ScoredRows(
-        raw_rewards=[reward_value(args, sample) for sample in samples],
+        raw_rewards=raw_rewards,
         advantages=[
             advantages.of(rollout, int(info_of(sample).get("step", 0)))
             for rollout, sample in zip(rollout_ids, samples, strict=True)
@@ -139,6 +141,3 @@ def _log_rememr1_metrics(samples: Sequence[Any], trajectories: dict[Hashable, _T
     if facts:
         means = {key: sum(float(info[key]) for info in facts) / len(facts) for key in _REMEMR1_METRICS}
         logger.info("mem_agent rememr1: %s over %d trajectories", means, len(facts))
-
-
-_REMEMR1_METRICS = ("recall_share", "recall_hit_rate", "mean_state_reward")
