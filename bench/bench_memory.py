@@ -15,12 +15,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 from mem_agent.eval_results import read_results
 from mem_agent.jsonstream import write_json_array_atomic
-from mem_agent.processes import free_port
+from mem_agent.processes import free_port, start_process, wait_healthy
 
 PYTHON_LIST_BYTES_PER_TOKEN = 8 + 28
 WORDS = [
@@ -53,17 +52,6 @@ def make_eval_file(path: Path, questions: int, documents: int, seed: int = 0) ->
     return path.stat().st_size
 
 
-def _wait_healthy(url: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"latency server not healthy at {url}")
-
-
 def run(quick: bool) -> dict:
     questions, documents = (8, 400) if quick else (128, 6400)
     with tempfile.TemporaryDirectory(prefix="mem_agent_bench_memory_") as folder:
@@ -73,13 +61,13 @@ def run(quick: bool) -> dict:
         file_bytes = make_eval_file(data, questions, documents)
         build_s = time.monotonic() - started
         port = free_port()
-        server = subprocess.Popen(
+        server = start_process(
+            "latency server",
             [sys.executable, "-m", "bench.latency_server", "--port", str(port), "--tokens", "64", "--delay-ms", "5"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            work / "latency_server.log",
         )
         try:
-            _wait_healthy(f"http://127.0.0.1:{port}/health")
+            wait_healthy(server, f"http://127.0.0.1:{port}/health", timeout_s=60)
             argv = [
                 sys.executable,
                 "-m",
@@ -97,8 +85,7 @@ def run(quick: bool) -> dict:
             _, status, usage = os.wait4(evaluator.pid, 0)
             eval_s = time.monotonic() - started
         finally:
-            server.terminate()
-            server.wait(timeout=30)
+            server.stop()
         records = read_results(work / "out" / f"results_{documents}.jsonl")
     tokens = sum(int(r.get("context_tokens", 0)) for r in records)
     requests = sum(int(r.get("num_chunks", 0)) + 1 for r in records)  # a memory turn per chunk, then the answer

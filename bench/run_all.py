@@ -15,7 +15,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +85,14 @@ def machine() -> dict:
     }
 
 
+def _timed(name: str, run: Callable[[], dict]) -> dict:
+    started = time.monotonic()
+    result = run()
+    result["bench_seconds"] = round(time.monotonic() - started, 1)
+    print(f"{name}: done in {result['bench_seconds']} s", flush=True)
+    return result
+
+
 def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
     def wanted(name: str) -> bool:
         return only is None or name in only
@@ -92,18 +100,12 @@ def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
     results: dict = {}
     for name, module in (("chunking", bench_chunking), ("scheduling", bench_scheduling), ("memory", bench_memory)):
         if wanted(name):
-            started = time.monotonic()
-            results[name] = module.run(quick=quick)
-            results[name]["bench_seconds"] = round(time.monotonic() - started, 1)
-            print(f"{name}: done in {results[name]['bench_seconds']} s", flush=True)
+            results[name] = _timed(name, lambda module=module: module.run(quick=quick))
     if wanted("overhead") or wanted("linear"):
         with local_stack(StackSettings(run_dir=RESULTS_DIR / "servers")) as stack:
             for name, module in (("overhead", bench_overhead), ("linear", bench_linear)):
                 if wanted(name):
-                    started = time.monotonic()
-                    results[name] = module.run(stack.router_url, quick=quick)
-                    results[name]["bench_seconds"] = round(time.monotonic() - started, 1)
-                    print(f"{name}: done in {results[name]['bench_seconds']} s", flush=True)
+                    results[name] = _timed(name, lambda module=module: module.run(stack.router_url, quick=quick))
     return results
 
 

@@ -27,6 +27,7 @@ import pytest
 from conftest import HOTPOT_SAMPLE, PROJECT_ROOT
 
 from mem_agent.config import SETTINGS
+from mem_agent.processes import free_port
 
 SCRIPTS = PROJECT_ROOT / "examples" / "mem_agent"
 ALL_SHELL = sorted([*SCRIPTS.glob("*.sh"), *(PROJECT_ROOT / "scripts").glob("*.sh"), PROJECT_ROOT / ".ci" / "run"])
@@ -60,12 +61,6 @@ def _run(
 def _shellcheck() -> str:
     beside = Path(sys.executable).with_name("shellcheck")
     return str(beside) if beside.exists() else "shellcheck"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ---- every script -------------------------------------------------------------------------------
@@ -374,10 +369,10 @@ def live_trainer(trainer, tmp_path) -> Iterator[dict[str, str]]:
     env = {k: v for k, v in trainer.items() if k not in ("slime", "vime")}
     env.update(
         TRAINER_ROOT=trainer["slime"],
-        RAY_PORT=str(_free_port()),
-        RAY_DASHBOARD_PORT=str(_free_port()),
-        RAY_AGENT_PORT=str(_free_port()),
-        RAY_CLIENT_PORT=str(_free_port()),
+        RAY_PORT=str(free_port()),
+        RAY_DASHBOARD_PORT=str(free_port()),
+        RAY_AGENT_PORT=str(free_port()),
+        RAY_CLIENT_PORT=str(free_port()),
         RAY_TEMP_DIR=ray_dir,
         RAY_STOP_TIMEOUT="2",
         STATE=str(state),
