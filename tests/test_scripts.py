@@ -610,10 +610,12 @@ def hub() -> Iterator[str]:
     server.server_close()
 
 
-def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, hub):
-    """A file is renamed into place only after it passed the check; the token arrives as a header."""
+@pytest.mark.parametrize("token", [SECRET, None], ids=["with_token", "without_token"])
+def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, hub, token):
+    """A file is renamed into place only after it passed the check; a token arrives as a header."""
     root = tmp_path / "ruler"
-    env = {"DATA_ROOT": str(root), "LENGTHS": "50 100 200", "HF_ENDPOINT": hub, "HF_TOKEN": SECRET}
+    env = {"DATA_ROOT": str(root), "LENGTHS": "50 100 200", "HF_ENDPOINT": hub}
+    env |= {"HF_TOKEN": token} if token else {}
     env |= {"no_proxy": "127.0.0.1", "NO_PROXY": "127.0.0.1"}
     started = time.monotonic()
     result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--download", timeout=120)
@@ -623,7 +625,7 @@ def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, 
     assert table["100"][1] == "download failed" and table["200"][1] == "download failed"
     assert result.returncode == 1 and "not a valid eval file" in result.stderr and "404" in result.stderr
     assert sorted(p.name for p in root.iterdir()) == ["eval_50.json"], "no partial or invalid file is left"
-    assert set(_Hub.auth) == {f"Bearer {SECRET}"}
+    assert set(_Hub.auth) == {f"Bearer {token}" if token else None}
     assert SECRET not in result.stdout + result.stderr
 
 

@@ -34,15 +34,9 @@ accept_only_help() {
       exit 0
       ;;
     "") ;;
-    *)
-      echo "error: unknown argument '$1' (settings are environment variables; see --help)" >&2
-      exit 2
-      ;;
+    *) die "unknown argument '$1' (settings are environment variables; see --help)" ;;
   esac
-  (($# <= 1)) || {
-    echo "error: unexpected argument '$2' (settings are environment variables; see --help)" >&2
-    exit 2
-  }
+  (($# <= 1)) || die "unexpected argument '$2' (settings are environment variables; see --help)"
 }
 
 # Print the command shell-quoted (copy-pasteable) in a dry run, run it otherwise.

@@ -111,19 +111,14 @@ download() {
     return 1
   fi
   mkdir -p "${DATA_ROOT}"
-  if [[ -n "${HF_TOKEN:-}" ]]; then
-    err=$(printf 'header = "Authorization: Bearer %s"\n' "${HF_TOKEN}" | curl "${curl_args[@]}" 2>&1) || {
-      rm -f "${partial}"
-      echo "${err##*$'\n'}"
-      return 1
-    }
-  else
-    err=$(curl "${curl_args[@]}" 2>&1) || {
-      rm -f "${partial}"
-      echo "${err##*$'\n'}"
-      return 1
-    }
-  fi
+  # printf is a builtin: the token never appears in a process's arguments. Without a token curl
+  # is not told to read a config, and the empty stdin is ignored.
+  err=$({ [[ -z "${HF_TOKEN:-}" ]] || printf 'header = "Authorization: Bearer %s"\n' "${HF_TOKEN}"; } |
+    curl "${curl_args[@]}" 2>&1) || {
+    rm -f "${partial}"
+    echo "${err##*$'\n'}"
+    return 1
+  }
   count=$(check "${partial}") || {
     rm -f "${partial}"
     echo "downloaded file is not a valid eval file: ${count}"

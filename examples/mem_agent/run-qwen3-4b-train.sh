@@ -248,12 +248,11 @@ fi
 # The only flags that differ between the hosts: slime's SGLang engines take --sglang-*, vime's
 # vLLM engines --vllm-* (vLLM's own engine flags, prefixed). The hooks find the router through
 # args.sglang_router_ip/port or args.vllm_router_ip/port, which the host fills in itself.
+BACKEND_ARGS=(--rollout-num-gpus-per-engine "${ROLLOUT_GPUS_PER_ENGINE}")
 if [[ "${HOST_TRAINER}" == slime ]]; then
-  BACKEND_ARGS=(--rollout-num-gpus-per-engine "${ROLLOUT_GPUS_PER_ENGINE}"
-    --sglang-mem-fraction-static "${SGLANG_MEM_FRACTION}" --sglang-server-concurrency "${SERVER_CONCURRENCY}")
+  BACKEND_ARGS+=(--sglang-mem-fraction-static "${SGLANG_MEM_FRACTION}" --sglang-server-concurrency "${SERVER_CONCURRENCY}")
 else
-  BACKEND_ARGS=(--rollout-num-gpus-per-engine "${ROLLOUT_GPUS_PER_ENGINE}"
-    --vllm-gpu-memory-utilization "${VLLM_GPU_MEMORY_UTILIZATION}" --vllm-server-concurrency "${SERVER_CONCURRENCY}")
+  BACKEND_ARGS+=(--vllm-gpu-memory-utilization "${VLLM_GPU_MEMORY_UTILIZATION}" --vllm-server-concurrency "${SERVER_CONCURRENCY}")
 fi
 WANDB_ARGS=()
 [[ -z "${WANDB_PROJECT}" ]] || WANDB_ARGS=(--use-wandb --wandb-project "${WANDB_PROJECT}" --wandb-group "${WANDB_GROUP}")
