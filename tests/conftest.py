@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from mem_agent import rollout
 from mem_agent.local_stack import LocalStack, StackSettings, local_stack
 from mem_agent.tiny_model import ensure_tiny_qwen3
 from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
@@ -46,6 +47,15 @@ def stack(tiny_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> It
     run_dir = tmp_path_factory.mktemp("local_stack")
     with local_stack(StackSettings(model_path=tiny_model_path, run_dir=run_dir)) as running:
         yield running
+
+
+@pytest.fixture
+def fresh_settings() -> Iterator[None]:
+    """The hooks read MEM_* once per process and cache agents and clients: a test that changes the
+    environment starts with nothing cached and leaves nothing cached, even when it fails."""
+    rollout.reset_caches()
+    yield
+    rollout.reset_caches()
 
 
 def server_flags(stack: LocalStack) -> list[str]:

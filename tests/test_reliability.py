@@ -114,7 +114,9 @@ def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(
 
 
 @pytest.mark.server
-def test_training_hook_under_faults_never_trains_a_half_trajectory(stack, hotpot_rows, monkeypatch, measured):
+def test_training_hook_under_faults_never_trains_a_half_trajectory(
+    stack, hotpot_rows, monkeypatch, measured, fresh_settings
+):
     monkeypatch.setenv("MEM_CHUNK_TOKENS", "256")
     monkeypatch.setenv("MEM_MAX_MEMORY", "12")
     monkeypatch.setenv("MEM_MAX_FINAL", "12")
@@ -145,7 +147,6 @@ def test_training_hook_under_faults_never_trains_a_half_trajectory(stack, hotpot
                 await rollout.close_clients()
 
         output = asyncio.run(go())
-    rollout.reset_caches()
     samples = flatten_rollout(output)
     data = convert_samples_to_train_data(args, samples)
     check_train_data(data, rollout_counted=True)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import numpy as np
 import pytest
-from conftest import server_flags
+from conftest import HOTPOT_SAMPLE, server_flags
+from test_rollout_hooks import run_step, trainer_rows
 
+from mem_agent import build_long_context, eval_ruler_hqa, rollout
 from mem_agent.config import MemAgentConfig, RetrieverKind
+from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.records import Completion, FinishReason, SamplingParams, TrajectoryStatus, TurnKind
 from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, ReMemR1Prompts, parse_response
 from mem_agent.retrieval import retrieve
@@ -16,6 +20,7 @@ from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.step_rewards import MemoryTurnFacts, coverage, final_turn_reward, memory_turn_reward, recall_hit
 from mem_agent.tokenizer import decode, encode
 from mem_agent.workflow import MemoryAgent
+from support.slime_host import check_train_data, flatten_rollout
 
 # --- parsing -----------------------------------------------------------------------------------
 
@@ -172,13 +177,7 @@ def test_rememr1_runs_end_to_end_against_the_real_server(stack, tokenizer, hotpo
 
 
 @pytest.mark.server
-def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(stack, hotpot_rows, monkeypatch):
-    from test_rollout_hooks import run_step, trainer_rows
-
-    from mem_agent import rollout
-    from mem_agent.custom_convert import convert_samples_to_train_data
-    from support.slime_host import check_train_data, flatten_rollout
-
+def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(stack, hotpot_rows, monkeypatch, fresh_settings):
     monkeypatch.setenv("MEM_MODE", "rememr1")
     monkeypatch.setenv("MEM_REMEMR1_ALPHA", "0.5")
     step = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 2))
@@ -199,17 +198,10 @@ def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(stack, hot
     for rid in per_trajectory:
         values = {a for row, a in zip(rows, memagent_like["rewards"], strict=True) if row.rollout_id == rid}
         assert len(values) == 1, "alpha = 1: one advantage per trajectory, MemAgent's"
-    rollout.reset_caches()
 
 
 @pytest.mark.server
 def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, hotpot_rows, monkeypatch):
-    import json
-
-    from conftest import HOTPOT_SAMPLE
-
-    from mem_agent import build_long_context, eval_ruler_hqa
-
     monkeypatch.setenv("MEM_MODE", "rememr1")
     assert (
         build_long_context.main(

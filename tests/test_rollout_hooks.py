@@ -46,11 +46,7 @@ N = 4
 SMALL_AGENT = {"MEM_CHUNK_TOKENS": "256", "MEM_MAX_MEMORY": "16", "MEM_MAX_FINAL": "16", "MEM_MAX_RETRIES": "0"}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_settings():
-    rollout.reset_caches()
-    yield
-    rollout.reset_caches()
+pytestmark = pytest.mark.usefixtures("fresh_settings")
 
 
 @contextmanager

@@ -16,11 +16,7 @@ ARGS = host_args("http://127.0.0.1:9", hf_checkpoint="bundled:qwen3", n_samples_
 COMPLETED = Sample.Status.COMPLETED
 
 
-@pytest.fixture(autouse=True)
-def _fresh_settings():
-    rollout.reset_caches()
-    yield
-    rollout.reset_caches()
+pytestmark = pytest.mark.usefixtures("fresh_settings")
 
 
 def trajectory(rollout_id, group, reward, turns=3, *, status=COMPLETED, emitted=None, state=None) -> list[Sample]:
