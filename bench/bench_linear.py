@@ -17,16 +17,13 @@ import time
 import numpy as np
 
 from bench.bench_chunking import linear_fit
+from bench.bench_overhead import SAMPLING  # greedy and unseeded, for the same reason
 from mem_agent.config import MemAgentConfig
-from mem_agent.records import SamplingParams
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
 from mem_agent.workflow import MemoryAgent
 
 CHUNK_TOKENS = 1024
-# Greedy, so every run asks the server for the same work. No per-request seed: the vLLM CPU
-# build (0.32) crashes its engine on a seeded request ("CPU Generator does not use offset").
-SAMPLING = SamplingParams(temperature=0.0)
 
 
 async def timed_questions(url: str, agent: MemoryAgent, chunk_counts: list[int]) -> list[tuple[int, float]]:
