@@ -1,4 +1,10 @@
-"""Shared fixtures: the real Qwen3 tokenizer, real HotpotQA data, one real local vLLM stack.
+"""Shared fixtures: the real Qwen3 tokenizer, QA data, one real local vLLM stack.
+
+Data: every behaviour is tested on our own synthetic multi-hop QA set (`synthetic_rows`,
+`synthetic_file`), which a fresh clone makes by itself. Where the real HotpotQA sample exists
+(`../shared/data`, or MEM_SHARED_DATA), a test that asks for `qa_rows` / `qa_file` also runs on
+it, as an extra case marked `real_data`; where it does not, those cases are not collected at all,
+so a fresh clone reports 0 skipped.
 
 The stack (tiny Qwen3 on vLLM's CPU build behind vllm-router) is started once per test session
 and stopped by PID at the end; its logs are kept under the session's temporary folder and their
@@ -7,6 +13,7 @@ path is printed when a server fails to start.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Iterator
@@ -14,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent import rollout
+from mem_agent import rollout, synthetic_qa
 from mem_agent.local_stack import LocalStack, StackSettings, local_stack
 from mem_agent.tiny_model import ensure_tiny_qwen3
 from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
@@ -22,6 +29,21 @@ from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEM_SHARED_DATA", str(PROJECT_ROOT.parent / "shared" / "data")))
 HOTPOT_SAMPLE = SHARED_DATA / "hotpot_dev_distractor_sample70.json"
+SYNTHETIC_QUESTIONS = 70  # as many as the real sample holds
+SYNTHETIC_SEED = 0
+# The data sources a `qa_rows` / `qa_file` test runs on: ours always, the real sample where present.
+QA_SOURCES = ("synthetic", "hotpot") if HOTPOT_SAMPLE.is_file() else ("synthetic",)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "qa_source" in metafunc.fixturenames:
+        params = [pytest.param(s, id=s, marks=[pytest.mark.real_data] if s == "hotpot" else []) for s in QA_SOURCES]
+        metafunc.parametrize("qa_source", params, scope="session")
+
+
+@functools.cache
+def _hotpot_rows() -> list[dict]:
+    return json.loads(HOTPOT_SAMPLE.read_text())
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +57,32 @@ def hotpot_rows() -> list[dict]:
     if not HOTPOT_SAMPLE.is_file():
         pytest.skip(f"real HotpotQA sample not found at {HOTPOT_SAMPLE} (set MEM_SHARED_DATA)")
     return json.loads(HOTPOT_SAMPLE.read_text())
+
+
+@pytest.fixture(scope="session")
+def synthetic_rows() -> list[dict]:
+    """Our own multi-hop QA set (HotpotQA's layout, invented facts, seeded): always available."""
+    return synthetic_qa.generate(SYNTHETIC_QUESTIONS, SYNTHETIC_SEED)
+
+
+@pytest.fixture(scope="session")
+def synthetic_file(synthetic_rows: list[dict], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The synthetic set as a JSON file, for commands that read one."""
+    path = tmp_path_factory.mktemp("synthetic_qa") / "synthetic_qa.json"
+    path.write_text(json.dumps(synthetic_rows))
+    return path
+
+
+@pytest.fixture(scope="session")
+def qa_rows(qa_source: str, synthetic_rows: list[dict]) -> list[dict]:
+    """QA rows in HotpotQA's layout: the synthetic set, and the real sample as an extra case."""
+    return synthetic_rows if qa_source == "synthetic" else _hotpot_rows()
+
+
+@pytest.fixture(scope="session")
+def qa_file(qa_source: str, synthetic_file: Path) -> Path:
+    """The file `qa_rows` came from."""
+    return synthetic_file if qa_source == "synthetic" else HOTPOT_SAMPLE
 
 
 @pytest.fixture(scope="session")
