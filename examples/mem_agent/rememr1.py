@@ -11,7 +11,8 @@ Choices where the reference implementation is fragile (documented in the README)
   when the model wrote none, its whole visible response with any recall blocks removed; an update
   cut off by max_tokens (no closing tag) still becomes the memory, like MemAgent's cut memories;
 - the first non-empty recall query is used; candidates are the distinct memories written before
-  this turn, oldest first, without the one the model is already looking at;
+  this turn, oldest first, as in the released training code: the one this turn's prompt showed is
+  one of them (the recall is shown next turn, beside a newer memory), the one this turn writes is not;
 - the memory is carried as the update block's text, tokenised again for the next prompt (the
   response itself is trained exactly as the server generated it).
 """
@@ -138,9 +139,9 @@ class ReMemR1Planner:
 
     def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]:
         parsed = parse_response(decode(self.tokenizer, memory))
-        candidates = [text for text in self.history if text != self.memory_text]
-        found = retrieve(parsed.query or "", candidates, self.retriever)
-        recalled = candidates[found] if found is not None else None
+        # Every memory written before this turn; this turn's own is appended only after the search.
+        found = retrieve(parsed.query or "", self.history, self.retriever)
+        recalled = self.history[found] if found is not None else None
         extras: dict[str, object] = {
             "memory_before": self.memory_text,
             "memory_text": parsed.memory_text,
