@@ -62,6 +62,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MEM_THINKING", "thinking", False, "0|1", "Qwen3 thinking; its `<think>` text never enters memory."),
     Setting("MEM_ADV_STD_NORM", "adv_std_norm", False, "0|1", "Divide GRPO advantages by the group std."),
     Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
+    Setting(
+        "MEM_REMEMR1_STATE_SCALE",
+        "rememr1_state_scale",
+        2.0,
+        "positive float",
+        "ReMemR1 state rewards are multiplied by this before centring; 2 = the released code's.",
+    ),
     Setting("MEM_RETRIEVER", "retriever", RetrieverKind.RECALL, "recall|tfidf|bm25", "ReMemR1 recall scorer."),
     Setting("MEM_REQUEST_TIMEOUT", "request_timeout_s", 600.0, "positive float", "Seconds per request."),
     Setting("MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect."),
@@ -86,6 +93,7 @@ class MemAgentConfig:
     thinking: bool = False
     adv_std_norm: bool = False
     rememr1_alpha: float = 0.8
+    rememr1_state_scale: float = 2.0
     retriever: RetrieverKind = RetrieverKind.RECALL
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
