@@ -70,6 +70,20 @@ SETTINGS: tuple[Setting, ...] = (
         "ReMemR1 state rewards are multiplied by this before centring; 2 = the released code's.",
     ),
     Setting("MEM_RETRIEVER", "retriever", RetrieverKind.RECALL, "recall|tfidf|bm25", "ReMemR1 recall scorer."),
+    Setting(
+        "MEM_FOLD_UNICODE",
+        "fold_unicode",
+        False,
+        "0|1",
+        "EM/F1/sub_em fold Unicode first (NFKC, Unicode punctuation deleted); 0 = the official HotpotQA rules.",
+    ),
+    Setting(
+        "MEM_SUB_EM_GUARD",
+        "sub_em_guard",
+        False,
+        "0|1",
+        "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
+    ),
     Setting("MEM_REQUEST_TIMEOUT", "request_timeout_s", 600.0, "positive float", "Seconds per request."),
     Setting("MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect."),
     Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure."),
@@ -95,6 +109,8 @@ class MemAgentConfig:
     rememr1_alpha: float = 0.8
     rememr1_state_scale: float = 2.0
     retriever: RetrieverKind = RetrieverKind.RECALL
+    fold_unicode: bool = False
+    sub_em_guard: bool = False
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     max_retries: int = 3
