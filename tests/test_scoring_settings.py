@@ -1,24 +1,22 @@
 """The reporting rules reach both evaluation paths (the evaluator CLI and the hooks' evaluation
 sample) from MEM_FOLD_UNICODE / MEM_SUB_EM_GUARD, and summary.json records which rules scored a run.
 
-The evaluator talks to a loopback stand-in for vLLM's `/inference/v1/generate` that answers every
-request with one fixed text, so the scores are known in advance and no model is needed.
+The evaluator and the hook talk to a loopback stand-in for vLLM (fixed_answer_server.py) that
+answers every request with one fixed text, so the scores are known in advance and no model is needed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pytest
-from aiohttp import web
+from fixed_answer_server import fixed_answer_server
 
 from mem_agent import eval_ruler_hqa, rollout
-from mem_agent.tokenizer import BUNDLED_QWEN3, encode, load_tokenizer
+from mem_agent.tokenizer import BUNDLED_QWEN3
 from support.slime_host import Sample, host_args, sampling_params
 
 ANSWER = "\\boxed{\u201cVelmont Bridge\u201d}"  # curly quotes: official EM 0, folded EM 1
@@ -26,37 +24,9 @@ GOLD = "Velmont Bridge"
 
 
 @pytest.fixture(scope="module")
-def fixed_answer_server() -> Iterator[str]:
-    """A vLLM-protocol server on 127.0.0.1 whose every completion is ANSWER."""
-    ids = encode(load_tokenizer(BUNDLED_QWEN3), ANSWER).tolist()
-
-    async def generate(request: web.Request) -> web.Response:
-        body = orjson.loads(await request.read())
-        count = min(len(ids), int(body["sampling_params"]["max_tokens"]))
-        choice = {
-            "token_ids": ids[:count],
-            "logprobs": {"content": [{"token_id": t, "logprob": -1.0} for t in ids[:count]]},
-            "finish_reason": "stop",
-        }
-        return web.Response(body=orjson.dumps({"choices": [choice]}), content_type="application/json")
-
-    loop = asyncio.new_event_loop()
-    app = web.Application()
-    app.router.add_post("/inference/v1/generate", generate)
-    runner = web.AppRunner(app)
-    loop.run_until_complete(runner.setup())
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    loop.run_until_complete(site.start())
-    port = runner.addresses[0][1]
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        loop.close()
+def answer_server() -> Iterator[str]:
+    with fixed_answer_server(ANSWER) as url:
+        yield url
 
 
 def _evaluate(url: str, tmp_path: Path) -> tuple[dict, dict]:
@@ -73,18 +43,18 @@ def _evaluate(url: str, tmp_path: Path) -> tuple[dict, dict]:
 
 
 @pytest.mark.usefixtures("fresh_settings")
-def test_the_evaluator_scores_officially_by_default_and_records_the_rules(fixed_answer_server, tmp_path, monkeypatch):
+def test_the_evaluator_scores_officially_by_default_and_records_the_rules(answer_server, tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_FOLD_UNICODE", raising=False)
-    run, result = _evaluate(fixed_answer_server, tmp_path)
+    run, result = _evaluate(answer_server, tmp_path)
     assert run["scoring"] == {"fold_unicode": False, "empty_guard": False}
     assert run["config"]["fold_unicode"] == "False"
     assert (result["em"], result["sub_em"]) == (0.0, 100.0)
 
 
 @pytest.mark.usefixtures("fresh_settings")
-def test_mem_fold_unicode_changes_the_evaluators_scores_and_is_recorded(fixed_answer_server, tmp_path, monkeypatch):
+def test_mem_fold_unicode_changes_the_evaluators_scores_and_is_recorded(answer_server, tmp_path, monkeypatch):
     monkeypatch.setenv("MEM_FOLD_UNICODE", "1")
-    run, result = _evaluate(fixed_answer_server, tmp_path)
+    run, result = _evaluate(answer_server, tmp_path)
     assert run["scoring"] == {"fold_unicode": True, "empty_guard": False}
     assert (result["em"], result["sub_em"], result["f1"]) == (100.0, 100.0, 100.0)
 
@@ -99,10 +69,10 @@ def _hook_evaluation_scores(url: str) -> dict:
 
 
 @pytest.mark.usefixtures("fresh_settings")
-def test_the_hooks_evaluation_sample_honours_the_reporting_rules(fixed_answer_server, monkeypatch):
-    official = _hook_evaluation_scores(fixed_answer_server)
+def test_the_hooks_evaluation_sample_honours_the_reporting_rules(answer_server, monkeypatch):
+    official = _hook_evaluation_scores(answer_server)
     assert (official["em"], official["sub_em"], official["extracted"]) == (0.0, 1.0, "\u201cVelmont Bridge\u201d")
     monkeypatch.setenv("MEM_FOLD_UNICODE", "1")
     rollout.reset_caches()
-    folded = _hook_evaluation_scores(fixed_answer_server)
+    folded = _hook_evaluation_scores(answer_server)
     assert (folded["em"], folded["sub_em"], folded["f1"]) == (1.0, 1.0, 1.0)

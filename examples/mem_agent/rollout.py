@@ -222,6 +222,7 @@ class _SampleBuilder:
                 trajectory.answer,
                 self.truths,
                 lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+                agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)
             self.trajectory_facts["mean_state_reward"] = sum(self.state_rewards.values()) / len(self.state_rewards)

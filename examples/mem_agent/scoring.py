@@ -116,7 +116,7 @@ class _ScoringSettings(Protocol):
 OFFICIAL = ReportingRules()
 
 
-def _matching_brace(text: str, opening: int) -> int | None:
+def matching_brace(text: str, opening: int) -> int | None:
     """Index of the `}` that closes the `{` at `opening`, or None when the text ends first."""
     depth = 0
     for index in range(opening, len(text)):
@@ -139,7 +139,7 @@ def extract_boxed(text: str) -> str | None:
     opening = start + len(_BOXED)
     if start < 0 or not text.startswith("{", opening):
         return None
-    closing = _matching_brace(text, opening)
+    closing = matching_brace(text, opening)
     return None if closing is None else text[opening + 1 : closing]
 
 
