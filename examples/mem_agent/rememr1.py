@@ -16,8 +16,8 @@ Choices where the reference implementation is fragile (documented in the README)
   this turn, oldest first, as in the released training code: the one this turn's prompt showed is
   one of them (the recall is shown next turn, beside a newer memory), the one this turn writes is not;
   with the `tfidf` retriever they are compared by the policy tokenizer's pieces, as released;
-- the memory is carried as the update block's text, tokenised again for the next prompt (the
-  response itself is trained exactly as the server generated it).
+- the memory is carried as text, tokenised again for the next prompt as the released code does
+  (the response itself is trained exactly as the server generated it).
 """
 
 from __future__ import annotations
