@@ -44,7 +44,7 @@ from typing import Any
 from mem_agent.config import AgentMode, MemAgentConfig, ProtocolChoice
 from mem_agent.records import SamplingParams, Trajectory, TrajectoryStatus, Turn
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
-from mem_agent.scoring import score_answer, strict_reward
+from mem_agent.scoring import ReportingRules, score_answer, strict_reward
 from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
 from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows
@@ -205,6 +205,7 @@ class _SampleBuilder:
         self.sample = sample
         self.trajectory = trajectory
         self.tokenizer = agent.tokenizer
+        self.rules = ReportingRules.of(agent.config)
         self.status_type = type(sample).Status
         self.truths = ground_truths(sample)
         completed = trajectory.status is TrajectoryStatus.COMPLETED
@@ -221,6 +222,7 @@ class _SampleBuilder:
                 trajectory.answer,
                 self.truths,
                 lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+                agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)
             self.trajectory_facts["mean_state_reward"] = sum(self.state_rewards.values()) / len(self.state_rewards)
@@ -279,7 +281,7 @@ class _SampleBuilder:
     def final_sample(self) -> Any:
         final = self.trajectory.final_turn
         row = self._row(final if final is not None and len(final.response_ids) else None, 1)
-        scores = score_answer(self.trajectory.answer, self.truths)
+        scores = score_answer(self.trajectory.answer, self.truths, rules=self.rules)
         row.metadata[META].update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, extracted=scores.extracted)
         return row
 
