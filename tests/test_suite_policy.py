@@ -95,3 +95,83 @@ def test_real_data_cases_are_collected_only_where_the_sample_exists(tmp_path):
     ), "every qa_rows test has both cases"
     assert len(present) == len(absent) + len(real)
     assert _collected(stand_in.parent, "-m", "real_data") == real
+
+
+# ---- .ci/run: the suite from a fresh clone with nothing beside it --------------------------------
+
+CI_RUN = PROJECT_ROOT / ".ci" / "run"
+
+
+def test_ci_run_explains_itself_and_refuses_arguments():
+    shown = subprocess.run(["bash", str(CI_RUN), "--help"], capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage:") and "fresh clone" in shown.stdout
+    refused = subprocess.run(["bash", str(CI_RUN), "--fast"], capture_output=True, text=True)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: unknown argument '--fast'")
+
+
+def test_ci_run_refuses_an_uncommitted_pyproject_before_installing_anything(tmp_path):
+    """The fresh clone borrows this clone's .venv and tests HEAD: its bootstrap would reinstall the
+    shared environment from a pyproject.toml that differs from the working tree's."""
+    repo = tmp_path / "repo"
+    (repo / ".ci").mkdir(parents=True)
+    (repo / ".ci" / "run").write_text(CI_RUN.read_text())
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    for command in (["init", "--quiet"], ["add", "-A"], ["commit", "--quiet", "-m", "x"]):
+        subprocess.run([*git, *command], check=True, capture_output=True)
+    (repo / "pyproject.toml").write_text("[project]\nname = 'y'\n")
+    result = subprocess.run(["bash", str(repo / ".ci" / "run")], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "error: pyproject.toml has uncommitted changes; commit them first (the fresh clone tests HEAD)\n"
+    )
+
+
+def _stand_in_project(tmp_path: Path, extras_status: int) -> tuple[Path, Path]:
+    """A committed repository with the real .ci/run, stand-ins for bootstrap.sh and test.sh that
+    report where they ran, and a virtual environment whose python answers the real-data step
+    with `extras_status`."""
+    repo, venv = tmp_path / "clone", tmp_path / "venv"
+    (repo / ".ci").mkdir(parents=True)
+    (repo / "scripts").mkdir()
+    (repo / ".ci" / "run").write_text(CI_RUN.read_text())
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (repo / "scripts" / "bootstrap.sh").write_text('echo "bootstrap in $PWD"\n')
+    (repo / "scripts" / "test.sh").write_text(
+        'echo "test.sh in $PWD venv=$(readlink .venv) shared=$(ls -d ../shared 2>/dev/null)'
+        ' data=${MEM_SHARED_DATA:-}"\n'
+        'git log --oneline | wc -l\necho "== 9 passed in 1.00s =="\n'
+    )
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\necho "extras: $* in $PWD"\nexit {extras_status}\n')
+    (venv / "bin" / "python").chmod(0o755)
+    (tmp_path / "shared").mkdir()  # what CI has beside its clone, and a user does not
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@localhost"]
+    for command in (["init", "--quiet"], ["add", "-A"], ["commit", "--quiet", "-m", "x"]):
+        subprocess.run([*git, *command], check=True, capture_output=True)
+    return repo, venv
+
+
+def _ci_run(repo: Path, venv: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "VENV": str(venv), "MEM_SHARED_DATA": str(repo.parent / "shared")}
+    return subprocess.run(["bash", str(repo / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_ci_run_adds_the_real_data_extras_here_then_runs_test_sh_in_a_fresh_clone_alone(tmp_path):
+    repo, venv = _stand_in_project(tmp_path, extras_status=5)
+    result = _ci_run(repo, venv)
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lines[0] == f"bootstrap in {repo}" and f"extras: -m pytest -m real_data in {repo}" in lines
+    assert "no real HotpotQA sample here" in result.stdout, "no extras (pytest's exit 5) is not a failure"
+    (ran,) = [line for line in lines if line.startswith("test.sh in ")]
+    folder = Path(ran.split()[2])
+    assert folder.name == "mem-agent" and folder.parent != repo.parent and not folder.exists(), "removed after"
+    assert ran.endswith(f"venv={venv} shared= data="), "nothing beside it, the borrowed .venv linked in"
+    assert lines[-2:] == ["1", "== 9 passed in 1.00s =="], "a git clone of HEAD; pytest's summary is the last line"
+
+
+def test_ci_run_fails_when_the_extras_fail_and_still_runs_the_fresh_clone(tmp_path):
+    repo, venv = _stand_in_project(tmp_path, extras_status=1)
+    result = _ci_run(repo, venv)
+    assert result.returncode == 1 and result.stdout.splitlines()[-1] == "== 9 passed in 1.00s =="
