@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import HOTPOT_SAMPLE, PROJECT_ROOT
+from conftest import PROJECT_ROOT
 
 from mem_agent.config import SETTINGS
 from mem_agent.processes import free_port
@@ -538,9 +538,9 @@ def test_prepare_eval_data_succeeds_when_every_length_is_present(tmp_path):
     assert [row[1] for row in _status_table(result.stdout).values()] == ["present", "present"]
 
 
-def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path, hotpot_rows):
+def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path, synthetic_file):
     env = {"DATA_ROOT": str(tmp_path / "ruler"), "LENGTHS": "20 40", "NUM_QUESTIONS": "4"}
-    result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--build-from", str(HOTPOT_SAMPLE))
+    result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--build-from", str(synthetic_file))
     assert result.returncode == 0, result.stderr
     table = _status_table(result.stdout)
     assert table["20"][1:3] == ["built", "4"] and table["40"][1:3] == ["built", "4"]
@@ -653,13 +653,13 @@ def test_run_eval_with_a_model_and_no_gpu_serves_it_on_the_cpu_stack(tmp_path):
 
 
 @pytest.mark.server
-def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, hotpot_rows):
+def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, synthetic_file):
     data = tmp_path / "data"
     from mem_agent import build_long_context
 
     assert (
         build_long_context.main(
-            ["--input", str(HOTPOT_SAMPLE), "--num-docs", "8", "--num-questions", "2", "--out-dir", str(data)]
+            ["--input", str(synthetic_file), "--num-docs", "8", "--num-questions", "2", "--out-dir", str(data)]
         )
         == 0
     )
