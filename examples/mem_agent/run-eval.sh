@@ -100,7 +100,7 @@ case "${MODE}" in
   serve)
     [[ "${CONVERT}" != "1" || -z "${MODEL_PATH}" ]] || problem "CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH=${MODEL_PATH}"
     ((${#GPUS[@]})) ||
-      unused "${SERVER_KNOBS[@]}" "no GPU found (no nvidia-smi on PATH): the model is served by vLLM's CPU build (mem_agent.local_stack)"
+      unused "${SERVER_KNOBS[@]}" "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by vLLM's CPU build (mem_agent.local_stack)"
     unused "${DEMO_KNOBS[@]}" "the demo runs only without MODEL_PATH and URL"
     ;;
 esac
