@@ -9,6 +9,7 @@ shell scripts forward only what the user set. The README's settings table is gen
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -175,6 +176,39 @@ class MemAgentConfig:
     @property
     def chunk_cap_tokens(self) -> int | None:
         return self.max_chunks * self.chunk_tokens if self.max_chunks else None
+
+
+# MEM_* variables the package reads that are not agent settings: the local stack's addresses for
+# the CLIs, the tiny model's cache and the tests' data folder. Never reported as misspellings.
+OTHER_MEM_VARIABLES = frozenset(
+    {"MEM_ROUTER_URL", "MEM_SERVER_URL", "MEM_MODEL_PATH", "MEM_SHARED_DATA", "MEM_CACHE_DIR"}
+)
+
+
+def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every problem of the MEM_* settings in `environ`, one message each; empty when all are usable.
+
+    `MemAgentConfig.from_env` stops at the first bad value, which suits a process reading its own
+    settings. A launch script checks once for a person, who should see every mistake in one go,
+    including a variable that is one typo away from a setting (MEM_CHUNK_TOKEN would otherwise be
+    silently ignored and the default used).
+    """
+    environ = os.environ if environ is None else environ
+    problems = []
+    for setting in SETTINGS:
+        raw = environ.get(setting.env)
+        if raw is not None and raw.strip() != "":
+            try:
+                _parse(setting, raw.strip())
+            except ConfigError as error:
+                problems.append(str(error))
+    known = [setting.env for setting in SETTINGS]
+    for name in sorted(environ):
+        if name.startswith("MEM_") and name not in known and name not in OTHER_MEM_VARIABLES:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+            if close:
+                problems.append(f"{name} is not a setting: did you mean {close[0]}? (see the README's settings table)")
+    return problems
 
 
 def _fail(setting: Setting, raw: object) -> ConfigError:
