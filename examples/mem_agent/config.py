@@ -31,6 +31,12 @@ class RetrieverKind(StrEnum):
     BM25 = "bm25"
 
 
+class TokenizerBackend(StrEnum):
+    AUTO = "auto"
+    LIGHT = "light"
+    TRANSFORMERS = "transformers"
+
+
 class ProtocolChoice(StrEnum):
     AUTO = "auto"
     VLLM = "vllm"
@@ -73,6 +79,13 @@ SETTINGS: tuple[Setting, ...] = (
         "auto|vllm|sglang|openai",
         "Inference API; auto = the host trainer's.",
     ),
+    Setting(
+        "MEM_TOKENIZER",
+        "tokenizer",
+        TokenizerBackend.AUTO,
+        "auto|light|transformers",
+        "Tokenizer loader; auto = light (no torch, same ids) where it can read the folder, else transformers.",
+    ),
 )
 
 
@@ -91,6 +104,7 @@ class MemAgentConfig:
     connect_timeout_s: float = 10.0
     max_retries: int = 3
     protocol: ProtocolChoice = ProtocolChoice.AUTO
+    tokenizer: TokenizerBackend = TokenizerBackend.AUTO
 
     def __post_init__(self) -> None:
         for setting in SETTINGS:
@@ -117,6 +131,13 @@ class MemAgentConfig:
         return self.max_chunks * self.chunk_tokens if self.max_chunks else None
 
 
+def setting_from_env(env: str, environ: Mapping[str, str] | None = None) -> Any:
+    """One setting, parsed and validated, for code that needs it before a whole config exists."""
+    setting = next(s for s in SETTINGS if s.env == env)
+    raw = (os.environ if environ is None else environ).get(env, "").strip()
+    return _parse(setting, raw) if raw else setting.default
+
+
 def _fail(setting: Setting, raw: object) -> ConfigError:
     return ConfigError(f"{setting.env}={raw} must be {_DESCRIPTIONS[setting.kind]} (default {_shown(setting)})")
 
@@ -135,6 +156,7 @@ _DESCRIPTIONS = {
     "memagent|rememr1": "one of memagent, rememr1",
     "recall|tfidf|bm25": "one of recall, tfidf, bm25",
     "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
+    "auto|light|transformers": "one of auto, light, transformers",
 }
 
 _BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
@@ -142,6 +164,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "memagent|rememr1": AgentMode,
     "recall|tfidf|bm25": RetrieverKind,
     "auto|vllm|sglang|openai": ProtocolChoice,
+    "auto|light|transformers": TokenizerBackend,
 }
 
 
