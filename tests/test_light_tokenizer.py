@@ -326,6 +326,18 @@ def test_auto_loads_such_a_folder_through_transformers_and_says_why(tmp_path, ca
     assert "through transformers" in caplog.text and "unk_token" in caplog.text
 
 
+def test_an_unreadable_tokenizer_file_is_a_one_line_error_of_the_command(tmp_path, capsys):
+    from mem_agent import run_document
+
+    folder = _variant(tmp_path)
+    (folder / "tokenizer_config.json").write_text("{not json")
+    with pytest.raises(TokenizerNotFoundError, match=r"cannot read .*tokenizer_config\.json"):
+        load_tokenizer(folder)
+    argv = ["--url", "http://127.0.0.1:9", "--tokenizer", str(folder), "--question", "q?", "--document", "-"]
+    assert run_document.main(argv) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
 def test_mem_tokenizer_selects_the_loader_and_a_bad_value_is_a_clear_error(tmp_path, monkeypatch):
     folder = _variant(tmp_path)
     monkeypatch.setenv("MEM_TOKENIZER", "transformers")

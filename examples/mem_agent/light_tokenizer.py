@@ -1,26 +1,19 @@
 """A tokenizer read straight from `tokenizer.json` with `tokenizers`: no torch, no transformers.
 
 Why: loading a tokenizer through `transformers.AutoTokenizer` imports torch and takes about 6 s,
-which is the whole start-up cost of the evaluator and of `run_document`. Reading the same files
-with the Rust `tokenizers` library takes under a second, and the chat template is a Jinja program
-we render the way transformers does (`mem_agent.chat_template`).
+which was the whole start-up cost of the evaluator and of `run_document`. Reading the same files
+with the Rust `tokenizers` library takes about half a second, and the chat template is a Jinja
+program we render the way transformers does (`mem_agent.chat_template`).
 
-The ids must be exactly transformers' ids, so this loader reads only folders for which it knows
-what transformers 5 would build, and says why it cannot read any other (`unsupported_reasons`):
+The ids must be exactly transformers' ids, so `load` reads only folders for which it knows what
+transformers 5 would build (Qwen2, Qwen2.5 and Qwen3 tokenizers whose files agree with each
+other) and otherwise raises `UnsupportedTokenizerError` with every reason
+(`mem_agent.tokenizer_folder`).
 
-- the tokenizer class is Qwen2's (`Qwen2Tokenizer`: every Qwen2, Qwen2.5 and Qwen3 model). For
-  that class transformers rebuilds the tokenizer from the file's vocabulary and merges with its
-  own normaliser, pre-tokeniser and decoder, so those parts of `tokenizer.json` must be the ones
-  it would build;
-- the named special tokens are all written in `tokenizer_config.json` (an absent one would take
-  the class's default), and every special token is already an added token marked special;
-- the added tokens listed in `tokenizer_config.json` (if it lists them) are those of
-  `tokenizer.json`, and their ids follow the base vocabulary;
-- no truncation or padding is stored in `tokenizer.json`, and no tokenizer code comes with the model.
-
-What it offers is the part of transformers' interface the package uses: `backend_tokenizer`,
-`apply_chat_template`, `decode` (with transformers' `clean_up_tokenization_spaces` rule),
-`convert_tokens_to_ids`, the special tokens and their ids, `len()`.
+What `LightTokenizer` offers is the part of transformers' interface the package uses:
+`backend_tokenizer`, `apply_chat_template`, `decode` (with transformers' rule for
+`clean_up_tokenization_spaces`), `convert_tokens_to_ids`, the special tokens and their ids, `len()`.
+An argument of transformers' that it does not implement is an error, never silently ignored.
 """
 
 from __future__ import annotations
@@ -33,18 +26,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mem_agent import chat_template as templating
+from mem_agent.tokenizer_folder import special_tokens, unsupported_reasons
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-NAMED_SPECIAL_TOKENS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
-QWEN2_CLASSES = frozenset({"Qwen2Tokenizer", "Qwen2TokenizerFast"})
-# The pre-tokenisation pattern of every Qwen2/Qwen3 tokenizer.json, which transformers' Qwen2
-# tokenizer class also builds into the tokenizer it makes from the vocabulary.
-QWEN2_SPLIT_PATTERN = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"""
-    r"""|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
 # Arguments of transformers' apply_chat_template that we do not implement; passed, they are an
 # error (never silently a template variable, which is what any other keyword becomes).
 UNSUPPORTED_TEMPLATE_ARGUMENTS = (
@@ -60,6 +46,10 @@ UNSUPPORTED_TEMPLATE_ARGUMENTS = (
 
 class UnsupportedTokenizerError(ValueError):
     """A model folder this loader cannot read with transformers' exact ids; the message says why."""
+
+
+class TokenizerFileError(ValueError):
+    """A tokenizer file that is not valid JSON or not a tokenizer at all."""
 
 
 class LightTokenizer:
@@ -148,17 +138,7 @@ class LightTokenizer:
         **kwargs: Any,
     ) -> Any:
         """transformers' apply_chat_template for text or token ids (see the module doc for limits)."""
-        asked = [name for name in UNSUPPORTED_TEMPLATE_ARGUMENTS if kwargs.pop(name, None) not in (None, False)]
-        if asked:
-            raise TypeError(
-                f"apply_chat_template({', '.join(asked)}=...) needs transformers: set MEM_TOKENIZER=transformers"
-            )
-        if tools is not None and not all(isinstance(tool, dict) for tool in tools):
-            raise TypeError("tools must be JSON schemas (dicts) here; functions need MEM_TOKENIZER=transformers")
-        if documents is not None and not all(isinstance(document, dict) for document in documents):
-            raise TypeError("Documents should be a list of dicts with 'title' and 'text' keys!")
-        if isinstance(conversation, list | tuple) and not conversation:
-            raise ValueError("Cannot apply chat template to an empty conversation. Provide at least one message.")
+        _check_template_arguments(conversation, tools, documents, kwargs)
         batched = isinstance(conversation[0], list | tuple) or hasattr(conversation[0], "messages")
         chats = [getattr(chat, "messages", chat) for chat in conversation] if batched else [conversation]
         template = templating.choose_template(self.chat_template, chat_template, tools)
@@ -179,10 +159,27 @@ class LightTokenizer:
         ids = [encoding.ids for encoding in self._backend.encode_batch(texts, add_special_tokens=False)]
         if not return_dict:
             return ids if batched else ids[0]
-        encoded = [{"input_ids": one, "attention_mask": [1] * len(one)} for one in ids]
-        if not batched:
-            return encoded[0]
-        return {key: [one[key] for one in encoded] for key in ("input_ids", "attention_mask")}
+        masks = [[1] * len(one) for one in ids]
+        return (
+            {"input_ids": ids, "attention_mask": masks}
+            if batched
+            else {"input_ids": ids[0], "attention_mask": masks[0]}
+        )
+
+
+def _check_template_arguments(conversation: Sequence[Any], tools: Any, documents: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse what we do not implement (removing the harmless defaults from the template variables)."""
+    asked = [name for name in UNSUPPORTED_TEMPLATE_ARGUMENTS if kwargs.pop(name, None) not in (None, False)]
+    if asked:
+        raise TypeError(
+            f"apply_chat_template({', '.join(asked)}=...) needs transformers: set MEM_TOKENIZER=transformers"
+        )
+    if tools is not None and not all(isinstance(tool, dict) for tool in tools):
+        raise TypeError("tools must be JSON schemas (dicts) here; functions need MEM_TOKENIZER=transformers")
+    if documents is not None and not all(isinstance(document, dict) for document in documents):
+        raise TypeError("Documents should be a list of dicts with 'title' and 'text' keys!")
+    if not conversation:
+        raise ValueError("Cannot apply chat template to an empty conversation. Provide at least one message.")
 
 
 def clean_up_tokenization(text: str) -> str:
@@ -211,151 +208,25 @@ def _as_lists(token_ids: Any) -> Any:
     return [_as_lists(one) if isinstance(one, list | tuple | np.ndarray) else int(one) for one in token_ids]
 
 
-def _token_text(value: Any) -> str | None:
-    """A special token as tokenizer_config.json writes it: a string, or an AddedToken object."""
-    if isinstance(value, dict):
-        return value.get("content")
-    return value if isinstance(value, str) else None
-
-
-def special_tokens(config: Mapping[str, Any]) -> tuple[dict[str, str | None], list[str]]:
-    """Named special tokens (the standard seven, then model-specific `*_token` entries) and extras."""
-    named: dict[str, str | None] = {name: _token_text(config.get(name)) for name in NAMED_SPECIAL_TOKENS}
-    specific = {
-        key: _token_text(value)
-        for key, value in config.items()
-        if key.endswith("_token") and key not in named and _token_text(value) is not None
-    }
-    extra = config.get("extra_special_tokens") or config.get("additional_special_tokens") or []
-    if isinstance(extra, dict):
-        specific.update({key: _token_text(value) for key, value in extra.items()})
-        extra = []
-    named.update(specific)
-    return named, [text for text in (_token_text(value) for value in extra) if text is not None]
-
-
-def unsupported_reasons(folder: Path, config: Mapping[str, Any], backend: Tokenizer) -> list[str]:
-    """Why transformers might build a different tokenizer from this folder; empty when it cannot."""
-    reasons = []
-    tokenizer_class = config.get("tokenizer_class")
-    if tokenizer_class not in QWEN2_CLASSES:
-        reasons.append(f"tokenizer class {tokenizer_class!r} (this loader reads Qwen2Tokenizer only)")
-    if "auto_map" in config:
-        reasons.append("the tokenizer comes with its own code (auto_map)")
-    model_type = _model_type(folder)
-    if model_type is not None and not model_type.startswith("qwen"):
-        reasons.append(f"model type {model_type!r} is not a Qwen model")
-    absent = [name for name in ("bos_token", "eos_token", "unk_token", "pad_token") if name not in config]
-    if absent:
-        reasons.append(f"tokenizer_config.json leaves {', '.join(absent)} to the class default")
-    if backend.truncation is not None or backend.padding is not None:
-        reasons.append("tokenizer.json stores truncation or padding")
-    reasons += _added_token_mismatches(folder, config, backend)
-    if tokenizer_class in QWEN2_CLASSES:
-        reasons += _qwen2_part_mismatches(config, backend)
-    return reasons
-
-
-def _model_type(folder: Path) -> str | None:
-    path = folder / "config.json"
-    if not path.is_file():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError, AttributeError):
-        return "unreadable config.json"
-
-
-def _added_token_mismatches(folder: Path, config: Mapping[str, Any], backend: Tokenizer) -> list[str]:
-    """The added tokens transformers would give the tokenizer must be tokenizer.json's own.
-
-    It takes them from `added_tokens_decoder` in tokenizer_config.json, or, where that is absent
-    (transformers 5 does not write it), from legacy files if present, else from tokenizer.json;
-    the Qwen2 class adds them in id order after the base vocabulary, so their ids must follow it.
-    """
-    fields = ("content", "special", "lstrip", "rstrip", "normalized", "single_word")
-    added = backend.get_added_tokens_decoder()
-    have = {index: {field: getattr(token, field) for field in fields} for index, token in added.items()}
-    reasons = []
-    listed = config.get("added_tokens_decoder")
-    if isinstance(listed, dict):
-        want = {int(index): {field: token.get(field, False) for field in fields} for index, token in listed.items()}
-        if want != have:
-            differ = sorted(index for index in set(want) | set(have) if want.get(index) != have.get(index))
-            reasons.append(f"the added tokens of tokenizer_config.json and tokenizer.json differ (ids {differ[:5]})")
-    else:
-        legacy = [name for name in ("special_tokens_map.json", "added_tokens.json") if (folder / name).is_file()]
-        if legacy:
-            reasons.append(f"{' and '.join(legacy)} would be merged in (legacy files)")
-    base = backend.get_vocab_size(with_added_tokens=False)
-    if sorted(have) != list(range(base, base + len(have))):
-        reasons.append("the added tokens' ids do not follow the base vocabulary")
-    specials = {token["content"] for token in have.values() if token["special"]}
-    named, extra = special_tokens(config)
-    missing = [token for token in [*named.values(), *extra] if token is not None and token not in specials]
-    if missing:
-        reasons.append(f"special tokens {missing[:5]} are not added tokens marked special in tokenizer.json")
-    return reasons
-
-
-def _qwen2_part_mismatches(config: Mapping[str, Any], backend: Tokenizer) -> list[str]:
-    """The parts transformers' Qwen2 class builds itself must be the ones tokenizer.json holds."""
-    add_prefix_space = bool(config.get("add_prefix_space") or False)
-    split = {"type": "Split", "pattern": {"Regex": QWEN2_SPLIT_PATTERN}, "behavior": "Isolated", "invert": False}
-    byte_level = {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "use_regex": False}
-    expected_pre = {"type": "Sequence", "pretokenizers": [split, byte_level]}
-    model = backend.model
-    reasons = []
-    if _state(backend.normalizer) != {"type": "NFC"}:
-        reasons.append("tokenizer.json's normaliser is not NFC")
-    if _state(backend.pre_tokenizer, drop=("trim_offsets",)) != expected_pre:
-        reasons.append("tokenizer.json's pre-tokeniser is not Qwen2's")
-    if (_state(backend.decoder) or {}).get("type") != "ByteLevel":
-        reasons.append("tokenizer.json's decoder is not byte-level")
-    bpe = (
-        (
-            type(model).__name__,
-            model.dropout,
-            model.unk_token,
-            model.continuing_subword_prefix,
-            model.end_of_word_suffix,
-            model.fuse_unk,
-            model.byte_fallback,
-            model.ignore_merges,
-        )
-        if type(model).__name__ == "BPE"
-        else (type(model).__name__,)
-    )
-    if bpe != ("BPE", None, None, "", "", False, False, False):
-        reasons.append("tokenizer.json's model is not a plain byte-level BPE")
-    return reasons
-
-
-def _state(part: Any, drop: tuple[str, ...] = ()) -> Any:
-    """A tokenizer component as JSON, without fields that change offsets only."""
-    if part is None:
-        return None
-
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: strip(item) for key, item in value.items() if key not in drop}
-        if isinstance(value, list):
-            return [strip(item) for item in value]
-        return value
-
-    return strip(json.loads(part.__getstate__()))
-
-
 def load(folder: Path) -> LightTokenizer:
-    """Read `folder`, or raise UnsupportedTokenizerError saying why transformers' ids are not assured."""
+    """Read `folder`, or raise UnsupportedTokenizerError saying why transformers' ids are not assured.
+
+    Files that cannot be read at all raise TokenizerFileError instead: no loader could use them.
+    """
     from tokenizers import Tokenizer
 
     tokenizer_file, config_file = folder / "tokenizer.json", folder / "tokenizer_config.json"
     missing = [path.name for path in (tokenizer_file, config_file) if not path.is_file()]
     if missing:
         raise UnsupportedTokenizerError(f"{folder} has no {' or '.join(missing)}")
-    config = json.loads(config_file.read_text(encoding="utf-8"))
-    backend = Tokenizer.from_file(str(tokenizer_file))
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise TokenizerFileError(f"cannot read {config_file}: {error}") from None
+    try:
+        backend = Tokenizer.from_file(str(tokenizer_file))
+    except Exception as error:  # tokenizers raises a bare Exception for a malformed file
+        raise TokenizerFileError(f"cannot read {tokenizer_file}: {error}") from None
     reasons = unsupported_reasons(folder, config, backend)
     if reasons:
         raise UnsupportedTokenizerError(f"{folder}: {'; '.join(reasons)}")

@@ -44,7 +44,7 @@ _SAFE_CUT = re.compile(r"\n(?=\S)")
 
 
 class TokenizerNotFoundError(RuntimeError):
-    """The tokenizer a user asked for is not on this machine."""
+    """The tokenizer a user asked for is not on this machine, or its files cannot be read."""
 
 
 def bundled_qwen3_dir() -> Path:
@@ -83,10 +83,12 @@ def _load(path: str, backend: TokenizerBackend) -> AnyTokenizer:
     folder = resolve_tokenizer_path(path)
     if backend is TokenizerBackend.TRANSFORMERS:
         return _load_with_transformers(folder)
-    from mem_agent.light_tokenizer import UnsupportedTokenizerError, load
+    from mem_agent.light_tokenizer import TokenizerFileError, UnsupportedTokenizerError, load
 
     try:
         return load(folder)
+    except TokenizerFileError as error:
+        raise TokenizerNotFoundError(str(error)) from None
     except UnsupportedTokenizerError as error:
         if backend is TokenizerBackend.LIGHT:
             raise TokenizerNotFoundError(f"MEM_TOKENIZER=light cannot read {error}") from None
