@@ -46,6 +46,12 @@ class CoverageRule(StrEnum):
     WORDS = "words"  # lower-cased whole words (`\w+` runs)
 
 
+class TokenizerBackend(StrEnum):
+    AUTO = "auto"
+    LIGHT = "light"
+    TRANSFORMERS = "transformers"
+
+
 class ProtocolChoice(StrEnum):
     AUTO = "auto"
     VLLM = "vllm"
@@ -129,6 +135,13 @@ SETTINGS: tuple[Setting, ...] = (
         "auto|vllm|sglang|openai",
         "Inference API; auto = the host trainer's.",
     ),
+    Setting(
+        "MEM_TOKENIZER",
+        "tokenizer",
+        TokenizerBackend.AUTO,
+        "auto|light|transformers",
+        "Tokenizer loader; auto = light (no torch, same ids) where it can read the folder, else transformers.",
+    ),
 )
 
 
@@ -152,6 +165,7 @@ class MemAgentConfig:
     connect_timeout_s: float = 10.0
     max_retries: int = 3
     protocol: ProtocolChoice = ProtocolChoice.AUTO
+    tokenizer: TokenizerBackend = TokenizerBackend.AUTO
 
     def __post_init__(self) -> None:
         for setting in SETTINGS:
@@ -211,6 +225,13 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
     return problems
 
 
+def setting_from_env(env: str, environ: Mapping[str, str] | None = None) -> Any:
+    """One setting, parsed and validated, for code that needs it before a whole config exists."""
+    setting = next(s for s in SETTINGS if s.env == env)
+    raw = (os.environ if environ is None else environ).get(env, "").strip()
+    return _parse(setting, raw) if raw else setting.default
+
+
 def _fail(setting: Setting, raw: object) -> ConfigError:
     return ConfigError(f"{setting.env}={raw} must be {_DESCRIPTIONS[setting.kind]} (default {_shown(setting)})")
 
@@ -231,6 +252,7 @@ _DESCRIPTIONS = {
     "response|update": "one of response, update",
     "substring|words": "one of substring, words",
     "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
+    "auto|light|transformers": "one of auto, light, transformers",
 }
 
 _BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
@@ -240,6 +262,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "response|update": MemoryRule,
     "substring|words": CoverageRule,
     "auto|vllm|sglang|openai": ProtocolChoice,
+    "auto|light|transformers": TokenizerBackend,
 }
 
 
