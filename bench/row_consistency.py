@@ -1,0 +1,300 @@
+"""Is every training row what the model saw? Recompute each response token's logprob with transformers.
+
+A row (`tokens` = prompt + response, `response_length`, `loss_mask`, `rollout_log_probs`) is what
+the trainer's loss sees. If it is exactly what the inference engine saw and sampled, then one
+forward pass of the same weights over `tokens` gives back the engine's logprobs: the logits at
+position t predict token t + 1, so the response tokens are scored by the logits at positions
+P - 1 .. P + R - 2 (P prompt tokens, R response tokens). Checked per row:
+
+- shape: 0 < R < len(tokens), and one loss-mask entry and one logprob per response token;
+- boundary: the prompt ends with the chat template's generation prompt (`<|im_start|>assistant`
+  and, thinking off, the empty think block): the response starts where the model's turn starts;
+- mask: every response token is the engine's own (no tool text inside a turn), so a row trains
+  all of its tokens or none, and a trajectory is trained or masked whole: all rows of a rollout
+  share one mask value;
+- logprobs: on trained rows, |recomputed - rollout| <= tolerance at every response token.
+
+Tolerance, from the dtype the server computes in. vLLM returns raw logprobs (vLLM 0.32's default
+`logprobs_mode="raw_logprobs"`: log_softmax in float32 of the model-dtype logits, before
+temperature or top-p; at the rollout's temperature 1.0 and top_p 1.0 raw and processed agree).
+A logprob is z_t - logsumexp(z). Two correct implementations in one dtype (different kernels,
+summation orders, prefix caching) round each logit z_j to that dtype, and can land on
+neighbouring values: |dz_j| <= 1 ulp(max |z|), so |d logprob| <= 2 ulp(max |z|) (the logsumexp
+moves by a probability-weighted mean of the dz_j). In bfloat16 the rounding of the logits
+dominates (hidden-state rounding, 2^-9 relative, stays under one output ulp), so the tolerance is
+2 ulps of the position's largest logit: 0.125 for the tiny Qwen3, whose logits stay under 16. In
+float32 the output rounding is far smaller than the error accumulated through the layers, so the
+tolerance is 16 ulps (1.5e-5 for logits under 16). Figures are in bench/bench_consistency.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.row_rollout import TrainRow
+
+ULPS = {"bfloat16": 2, "float32": 16}  # see the module docstring
+
+
+@dataclass(frozen=True)
+class RowCheck:
+    """One row's verdict: what was compared and every problem found (empty: consistent)."""
+
+    row: TrainRow
+    abs_diff: np.ndarray  # per response token; empty when the logprobs were not compared
+    tolerance: np.ndarray  # per response token, same length
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class KindFigures:
+    """Figures of one (mode, row kind): how much was compared and how far apart it was."""
+
+    rows: int = 0
+    tokens: int = 0
+    max_abs_diff: float = 0.0
+    sum_abs_diff: float = 0.0
+    max_over_tolerance: float = 0.0
+    failed_rows: int = 0
+
+    @property
+    def mean_abs_diff(self) -> float:
+        return self.sum_abs_diff / self.tokens if self.tokens else 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {
+            "rows": self.rows,
+            "tokens": self.tokens,
+            "max_abs_diff": float(self.max_abs_diff),
+            "mean_abs_diff": float(self.mean_abs_diff),
+            "max_over_tolerance": float(self.max_over_tolerance),
+            "failed_rows": self.failed_rows,
+        }
+
+
+class ReferenceModel:
+    """The served weights, loaded by transformers in the server's dtype, scoring rows on CPU."""
+
+    def __init__(self, model_path: Path, dtype: str, *, thinking: bool = False) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if dtype not in ULPS:
+            raise ValueError(f"dtype {dtype!r}: expected one of {sorted(ULPS)}")
+        self.dtype = dtype
+        self.torch_dtype = getattr(torch, dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(str(model_path), dtype=self.torch_dtype).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
+        self.generation_prompt = generation_prompt_ids(self.tokenizer, thinking)
+
+    def response_logprobs(self, tokens: Sequence[int], response_length: int) -> tuple[np.ndarray, np.ndarray]:
+        """(logprob of each response token given its prefix, the largest |logit| at its position)."""
+        import torch
+
+        ids = torch.tensor([list(tokens)], dtype=torch.long)
+        with torch.inference_mode():
+            # The last R + 1 positions; the logits at the very last one predict past the row.
+            logits = self.model(input_ids=ids, logits_to_keep=response_length + 1).logits[0, :-1]
+            logprobs = logits.log_softmax(dim=-1, dtype=torch.float32)
+            chosen = logprobs.gather(1, ids[0, -response_length:, None])[:, 0]
+            largest = logits.abs().amax(dim=-1).float()
+        return chosen.numpy().astype(np.float64), largest.numpy().astype(np.float64)
+
+    def tolerance(self, largest_logit: np.ndarray) -> np.ndarray:
+        """ULPS[dtype] units in the last place of each position's largest logit (see the docstring)."""
+        import torch
+
+        eps = torch.finfo(self.torch_dtype).eps
+        exponent = np.floor(np.log2(np.maximum(largest_logit, np.finfo(np.float32).tiny)))
+        return ULPS[self.dtype] * eps * np.exp2(exponent)
+
+
+def generation_prompt_ids(tokenizer: Any, thinking: bool) -> list[int]:
+    """The ids the chat template appends to open the assistant's turn (what every prompt must end with)."""
+    chat = [{"role": "user", "content": "x"}]
+    opened = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True, enable_thinking=thinking)
+    closed = tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=False, enable_thinking=thinking)
+    if not opened.startswith(closed) or opened == closed:
+        raise ValueError("the chat template adds no generation prompt after the conversation")
+    return list(tokenizer.encode(opened[len(closed) :], add_special_tokens=False))
+
+
+def _shape_problem(row: TrainRow) -> str | None:
+    length = row.response_length
+    if not 0 < length < len(row.tokens):
+        return f"shape: response_length {length} for {len(row.tokens)} tokens"
+    if len(row.loss_mask) != length or len(row.rollout_log_probs) != length:
+        return f"shape: {len(row.loss_mask)} mask entries and {len(row.rollout_log_probs)} logprobs for {length}"
+    return None
+
+
+def _mask_values(rows: Sequence[TrainRow]) -> dict[int, set[int]]:
+    values: dict[int, set[int]] = defaultdict(set)
+    for row in rows:
+        values[row.rollout_id].update(int(value) for value in row.loss_mask)
+    return values
+
+
+def check_row(model: ReferenceModel, row: TrainRow, rollout_mask: set[int]) -> RowCheck:
+    """Every check of the module docstring on one row; `rollout_mask` = mask values of its whole rollout."""
+    empty = np.zeros(0)
+    shape = _shape_problem(row)
+    if shape is not None:
+        return RowCheck(row, empty, empty, (shape,))
+    problems = []
+    prompt = row.tokens[: len(row.tokens) - row.response_length]
+    tail = model.generation_prompt
+    if prompt[-len(tail) :] != tail:
+        problems.append("boundary: the prompt does not end with the assistant turn's opening")
+    if len(rollout_mask) > 1:
+        problems.append(f"mask: rollout {row.rollout_id} mixes trained and masked tokens")
+    if set(row.loss_mask) == {0}:  # a masked trajectory: nothing of it is trained, nothing to compare
+        return RowCheck(row, empty, empty, tuple(problems))
+    recomputed, largest = model.response_logprobs(row.tokens, row.response_length)
+    diff = np.abs(recomputed - np.asarray(row.rollout_log_probs, dtype=np.float64))
+    tolerance = model.tolerance(largest)
+    bad = np.flatnonzero(~(diff <= tolerance))  # NaN counts as bad
+    if bad.size:
+        first = int(bad[0])
+        problems.append(
+            f"logprobs: {bad.size} of {row.response_length} tokens beyond tolerance, first at response "
+            f"token {first}: |diff| {diff[first]:.3g} > {tolerance[first]:.3g}"
+        )
+    return RowCheck(row, diff, tolerance, tuple(problems))
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the reference forward passes on `count` threads (the machine is shared), then restore."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def check_rows(model: ReferenceModel, rows: Sequence[TrainRow], *, threads: int = 1) -> list[RowCheck]:
+    """Check every row (rollout-wide mask consistency needs all rows of a step at once)."""
+    masks = _mask_values(rows)
+    with torch_threads(threads):
+        return [check_row(model, row, masks[row.rollout_id]) for row in rows]
+
+
+def figures(checks: Sequence[RowCheck]) -> dict[str, dict[str, float | int]]:
+    """Per "mode/kind": rows and tokens compared, max and mean |diff|, max |diff| / tolerance, failures."""
+    table: dict[str, KindFigures] = defaultdict(KindFigures)
+    for check in checks:
+        entry = table[f"{check.row.mode}/{check.row.kind}"]
+        entry.rows += 1
+        entry.failed_rows += int(not check.ok)
+        if check.abs_diff.size:
+            entry.tokens += int(check.abs_diff.size)
+            entry.sum_abs_diff += float(check.abs_diff.sum())
+            entry.max_abs_diff = max(entry.max_abs_diff, float(check.abs_diff.max()))
+            ratio = float(np.max(check.abs_diff / check.tolerance))
+            entry.max_over_tolerance = max(entry.max_over_tolerance, ratio if math.isfinite(ratio) else math.inf)
+    return {key: table[key].as_dict() for key in sorted(table)}
+
+
+# Corruptions the check must catch, each applied to real rows (tests and the benchmark).
+
+
+def _split(row: TrainRow) -> tuple[list[int], list[int]]:
+    cut = len(row.tokens) - row.response_length
+    return row.tokens[:cut], row.tokens[cut:]
+
+
+def splice_off_by_one(row: TrainRow, tokenizer: Any) -> TrainRow:
+    """The response one token late against its logprobs (the splice repeated the prompt's last token)."""
+    prompt, response = _split(row)
+    return replace(row, tokens=[*prompt, prompt[-1], *response[:-1]])
+
+
+def retokenised_prompt(row: TrainRow, tokenizer: Any) -> TrainRow:
+    """The prompt ids replaced by encode(decode(prompt)): the text is the same, the ids the model saw are not."""
+    prompt, response = _split(row)
+    text = tokenizer.decode(prompt, skip_special_tokens=False)
+    return replace(row, tokens=[*tokenizer.encode(text, add_special_tokens=False), *response])
+
+
+def shifted_loss_mask(row: TrainRow, tokenizer: Any) -> TrainRow:
+    """The loss mask one token late: the first response token untrained, a token past the end trained."""
+    return replace(row, loss_mask=[0, *row.loss_mask[:-1]])
+
+
+def response_length_plus_one(row: TrainRow, tokenizer: Any) -> TrainRow:
+    """response_length one too long (the prompt's last token trained), mask and logprobs padded to fit."""
+    return replace(
+        row,
+        response_length=row.response_length + 1,
+        loss_mask=[1, *row.loss_mask],
+        rollout_log_probs=[0.0, *row.rollout_log_probs],
+    )
+
+
+def response_length_minus_one(row: TrainRow, tokenizer: Any) -> TrainRow:
+    """response_length one too short (the first response token counted as prompt), mask and logprobs cut."""
+    return replace(
+        row,
+        response_length=row.response_length - 1,
+        loss_mask=row.loss_mask[1:],
+        rollout_log_probs=row.rollout_log_probs[1:],
+    )
+
+
+CORRUPTIONS = {
+    "splice_off_by_one": splice_off_by_one,
+    "retokenised_prompt": retokenised_prompt,
+    "shifted_loss_mask": shifted_loss_mask,
+    "response_length_plus_one": response_length_plus_one,
+    "response_length_minus_one": response_length_minus_one,
+}
+
+
+@dataclass(frozen=True)
+class Detection:
+    """How many corrupted rows the check reported, of the rows the corruption changed."""
+
+    name: str
+    changed: int
+    reported: int
+    missed: list[TrainRow] = field(default_factory=list)
+    # Smallest max |diff| / tolerance over the changed rows that pass every structural check (the
+    # logprob comparison alone must catch them): the weakest margin; inf when there are none.
+    weakest_ratio: float = math.inf
+
+
+def detection(model: ReferenceModel, rows: Sequence[TrainRow], name: str, *, threads: int = 1) -> Detection:
+    """Corrupt one row at a time (its siblings stay real) and count how often the check reports that row."""
+    corrupt = CORRUPTIONS[name]
+    changed, reported, missed, weakest = 0, 0, [], math.inf
+    with torch_threads(threads):
+        for position, row in enumerate(rows):
+            bad = corrupt(row, model.tokenizer)
+            if bad == row:
+                continue  # e.g. a prompt whose ids re-tokenise to themselves: nothing was corrupted
+            changed += 1
+            siblings = [other for at, other in enumerate(rows) if other.rollout_id == row.rollout_id and at != position]
+            check = check_row(model, bad, _mask_values([bad, *siblings])[row.rollout_id])
+            if check.abs_diff.size and all(problem.startswith("logprobs") for problem in check.problems):
+                weakest = min(weakest, float(np.max(check.abs_diff / check.tolerance)))
+            if check.ok:
+                missed.append(bad)
+            else:
+                reported += 1
+    return Detection(name, changed, reported, missed, weakest)
