@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,15 @@ import numpy as np
 from bench.row_rollout import TrainRow
 
 ULPS = {"bfloat16": 2, "float32": 16}  # see the module docstring
+_ENGINE_DTYPE = re.compile(r"\bdtype=torch\.(\w+)")
+
+
+def served_dtype(server_log: Path) -> str:
+    """The dtype vLLM computes in, from the engine configuration it logs at start (last start in the log)."""
+    found = _ENGINE_DTYPE.findall(server_log.read_text(errors="replace"))
+    if not found:
+        raise ValueError(f"{server_log}: no 'dtype=torch.*' in the engine configuration lines")
+    return found[-1]
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling
+from bench import bench_chunking, bench_consistency, bench_linear, bench_memory, bench_overhead, bench_scheduling
 from mem_agent.io_utils import write_text_atomic
 from mem_agent.local_stack import StackSettings, local_stack
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_OUT = RESULTS_DIR / "latest.json"
-NAMES = ("chunking", "scheduling", "memory", "overhead", "linear")
+NAMES = ("chunking", "scheduling", "memory", "overhead", "linear", "consistency")
+SHORT_DTYPE = {"bfloat16": "bf16", "float32": "fp32"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,11 @@ def checks(results: dict) -> list[Check]:
     if "linear" in results:
         r2 = results["linear"]["r2"]
         found.append(Check("5 linear cost", "R^2 of time vs chunks", r2, ">= 0.98", r2 >= 0.98))
+    for dtype, server in results.get("consistency", {}).get("servers", {}).items():
+        label = SHORT_DTYPE.get(dtype, dtype)
+        ratio, share = server["max_over_tolerance"], server["reported_share"]
+        found.append(Check("6 row consistency", f"max |diff| / tolerance, {label} server", ratio, "<= 1", ratio <= 1))
+        found.append(Check("6 row consistency", f"corrupt rows reported, {label} server", share, "= 1", share == 1))
     return found
 
 
@@ -101,11 +107,13 @@ def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
     for name, module in (("chunking", bench_chunking), ("scheduling", bench_scheduling), ("memory", bench_memory)):
         if wanted(name):
             results[name] = _timed(name, lambda module=module: module.run(quick=quick))
-    if wanted("overhead") or wanted("linear"):
+    if wanted("overhead") or wanted("linear") or wanted("consistency"):
         with local_stack(StackSettings(run_dir=RESULTS_DIR / "servers")) as stack:
             for name, module in (("overhead", bench_overhead), ("linear", bench_linear)):
                 if wanted(name):
                     results[name] = _timed(name, lambda module=module: module.run(stack.router_url, quick=quick))
+            if wanted("consistency"):  # the shared stack is its bfloat16 server; it starts a float32 one
+                results["consistency"] = _timed("consistency", lambda: bench_consistency.run(stack, quick=quick))
     return results
 
 
@@ -129,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, result in results.items():
         if "server" in result:
             print(f"{name}: server = {result['server']}")
+    if "consistency" in results:
+        bench_consistency.print_report(results["consistency"])
     document = {
         "mode": "quick" if args.quick else "full",
         "machine": machine(),
