@@ -14,6 +14,13 @@ P - 1 .. P + R - 2 (P prompt tokens, R response tokens). Checked per row:
   share one mask value;
 - logprobs: on trained rows, |recomputed - rollout| <= tolerance at every response token.
 
+And per rollout step: the mean |recomputed - rollout| over every compared token is at most one
+ulp (of each token's largest logit, averaged). Rounding disagreements between two correct
+implementations are sporadic, most tokens agree to the bit, so that mean is a small fraction of
+an ulp; a fault in how rows are built (a re-tokenising code path, logprobs after temperature, a
+wrong dtype) moves every token of every row, and the mean exposes it even where each token's
+move stays inside the per-token tolerance.
+
 Tolerance, from the dtype the server computes in. vLLM returns raw logprobs (vLLM 0.32's default
 `logprobs_mode="raw_logprobs"`: log_softmax in float32 of the model-dtype logits, before
 temperature or top-p; at the rollout's temperature 1.0 and top_p 1.0 raw and processed agree).
@@ -24,7 +31,8 @@ moves by a probability-weighted mean of the dz_j). In bfloat16 the rounding of t
 dominates (hidden-state rounding, 2^-9 relative, stays under one output ulp), so the tolerance is
 2 ulps of the position's largest logit: 0.125 for the tiny Qwen3, whose logits stay under 16. In
 float32 the output rounding is far smaller than the error accumulated through the layers, so the
-tolerance is 16 ulps (1.5e-5 for logits under 16). Figures are in bench/bench_consistency.py.
+tolerance is 16 ulps (1.5e-5 for logits under 16). Figures are in bench/bench_consistency.py,
+the corruptions this must catch in bench/row_corruptions.py.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +68,8 @@ class RowCheck:
 
     row: TrainRow
     abs_diff: np.ndarray  # per response token; empty when the logprobs were not compared
-    tolerance: np.ndarray  # per response token, same length
+    ulp: np.ndarray  # per response token: one ulp of its position's largest logit in the model's dtype
+    tolerance: np.ndarray  # per response token: ULPS[dtype] x ulp
     problems: tuple[str, ...]
 
     @property
@@ -122,13 +131,17 @@ class ReferenceModel:
             largest = logits.abs().amax(dim=-1).float()
         return chosen.numpy().astype(np.float64), largest.numpy().astype(np.float64)
 
-    def tolerance(self, largest_logit: np.ndarray) -> np.ndarray:
-        """ULPS[dtype] units in the last place of each position's largest logit (see the docstring)."""
+    def ulp(self, largest_logit: np.ndarray) -> np.ndarray:
+        """One unit in the last place, in the model's dtype, of each position's largest logit."""
         import torch
 
         eps = torch.finfo(self.torch_dtype).eps
         exponent = np.floor(np.log2(np.maximum(largest_logit, np.finfo(np.float32).tiny)))
-        return ULPS[self.dtype] * eps * np.exp2(exponent)
+        return eps * np.exp2(exponent)
+
+    def tolerance(self, largest_logit: np.ndarray) -> np.ndarray:
+        """ULPS[dtype] ulps of each position's largest logit (see the docstring)."""
+        return ULPS[self.dtype] * self.ulp(largest_logit)
 
 
 def generation_prompt_ids(tokenizer: Any, thinking: bool) -> list[int]:
@@ -150,7 +163,7 @@ def _shape_problem(row: TrainRow) -> str | None:
     return None
 
 
-def _mask_values(rows: Sequence[TrainRow]) -> dict[int, set[int]]:
+def mask_values(rows: Sequence[TrainRow]) -> dict[int, set[int]]:
     values: dict[int, set[int]] = defaultdict(set)
     for row in rows:
         values[row.rollout_id].update(int(value) for value in row.loss_mask)
@@ -162,7 +175,7 @@ def check_row(model: ReferenceModel, row: TrainRow, rollout_mask: set[int]) -> R
     empty = np.zeros(0)
     shape = _shape_problem(row)
     if shape is not None:
-        return RowCheck(row, empty, empty, (shape,))
+        return RowCheck(row, empty, empty, empty, (shape,))
     problems = []
     prompt = row.tokens[: len(row.tokens) - row.response_length]
     tail = model.generation_prompt
@@ -171,10 +184,11 @@ def check_row(model: ReferenceModel, row: TrainRow, rollout_mask: set[int]) -> R
     if len(rollout_mask) > 1:
         problems.append(f"mask: rollout {row.rollout_id} mixes trained and masked tokens")
     if set(row.loss_mask) == {0}:  # a masked trajectory: nothing of it is trained, nothing to compare
-        return RowCheck(row, empty, empty, tuple(problems))
+        return RowCheck(row, empty, empty, empty, tuple(problems))
     recomputed, largest = model.response_logprobs(row.tokens, row.response_length)
     diff = np.abs(recomputed - np.asarray(row.rollout_log_probs, dtype=np.float64))
-    tolerance = model.tolerance(largest)
+    ulp = model.ulp(largest)
+    tolerance = ULPS[model.dtype] * ulp
     bad = np.flatnonzero(~(diff <= tolerance))  # NaN counts as bad
     if bad.size:
         first = int(bad[0])
@@ -182,7 +196,7 @@ def check_row(model: ReferenceModel, row: TrainRow, rollout_mask: set[int]) -> R
             f"logprobs: {bad.size} of {row.response_length} tokens beyond tolerance, first at response "
             f"token {first}: |diff| {diff[first]:.3g} > {tolerance[first]:.3g}"
         )
-    return RowCheck(row, diff, tolerance, tuple(problems))
+    return RowCheck(row, diff, ulp, tolerance, tuple(problems))
 
 
 @contextlib.contextmanager
@@ -200,9 +214,42 @@ def torch_threads(count: int) -> Iterator[None]:
 
 def check_rows(model: ReferenceModel, rows: Sequence[TrainRow], *, threads: int = 1) -> list[RowCheck]:
     """Check every row (rollout-wide mask consistency needs all rows of a step at once)."""
-    masks = _mask_values(rows)
+    masks = mask_values(rows)
     with torch_threads(threads):
         return [check_row(model, row, masks[row.rollout_id]) for row in rows]
+
+
+@dataclass(frozen=True)
+class StepCheck:
+    """A rollout step's verdict: every row consistent, and the mean |diff| within one ulp."""
+
+    rows: int
+    failed_rows: int
+    tokens: int
+    mean_abs_diff: float
+    mean_ulp: float
+
+    @property
+    def mean_over_ulp(self) -> float:
+        return self.mean_abs_diff / self.mean_ulp if self.tokens else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failed_rows == 0 and self.mean_over_ulp <= 1.0  # NaN fails
+
+
+def step_check(checks: Sequence[RowCheck]) -> StepCheck:
+    """Aggregate the row checks of one rollout step (see the module docstring for the mean rule)."""
+    compared = [check for check in checks if check.abs_diff.size]
+    diffs = np.concatenate([c.abs_diff for c in compared]) if compared else np.zeros(0)
+    ulps = np.concatenate([c.ulp for c in compared]) if compared else np.zeros(0)
+    return StepCheck(
+        rows=len(checks),
+        failed_rows=sum(not check.ok for check in checks),
+        tokens=int(diffs.size),
+        mean_abs_diff=float(diffs.mean()) if diffs.size else 0.0,
+        mean_ulp=float(ulps.mean()) if ulps.size else 1.0,
+    )
 
 
 def figures(checks: Sequence[RowCheck]) -> dict[str, dict[str, float | int]]:
@@ -219,92 +266,3 @@ def figures(checks: Sequence[RowCheck]) -> dict[str, dict[str, float | int]]:
             ratio = float(np.max(check.abs_diff / check.tolerance))
             entry.max_over_tolerance = max(entry.max_over_tolerance, ratio if math.isfinite(ratio) else math.inf)
     return {key: table[key].as_dict() for key in sorted(table)}
-
-
-# Corruptions the check must catch, each applied to real rows (tests and the benchmark).
-
-
-def _split(row: TrainRow) -> tuple[list[int], list[int]]:
-    cut = len(row.tokens) - row.response_length
-    return row.tokens[:cut], row.tokens[cut:]
-
-
-def splice_off_by_one(row: TrainRow, tokenizer: Any) -> TrainRow:
-    """The response one token late against its logprobs (the splice repeated the prompt's last token)."""
-    prompt, response = _split(row)
-    return replace(row, tokens=[*prompt, prompt[-1], *response[:-1]])
-
-
-def retokenised_prompt(row: TrainRow, tokenizer: Any) -> TrainRow:
-    """The prompt ids replaced by encode(decode(prompt)): the text is the same, the ids the model saw are not."""
-    prompt, response = _split(row)
-    text = tokenizer.decode(prompt, skip_special_tokens=False)
-    return replace(row, tokens=[*tokenizer.encode(text, add_special_tokens=False), *response])
-
-
-def shifted_loss_mask(row: TrainRow, tokenizer: Any) -> TrainRow:
-    """The loss mask one token late: the first response token untrained, a token past the end trained."""
-    return replace(row, loss_mask=[0, *row.loss_mask[:-1]])
-
-
-def response_length_plus_one(row: TrainRow, tokenizer: Any) -> TrainRow:
-    """response_length one too long (the prompt's last token trained), mask and logprobs padded to fit."""
-    return replace(
-        row,
-        response_length=row.response_length + 1,
-        loss_mask=[1, *row.loss_mask],
-        rollout_log_probs=[0.0, *row.rollout_log_probs],
-    )
-
-
-def response_length_minus_one(row: TrainRow, tokenizer: Any) -> TrainRow:
-    """response_length one too short (the first response token counted as prompt), mask and logprobs cut."""
-    return replace(
-        row,
-        response_length=row.response_length - 1,
-        loss_mask=row.loss_mask[1:],
-        rollout_log_probs=row.rollout_log_probs[1:],
-    )
-
-
-CORRUPTIONS = {
-    "splice_off_by_one": splice_off_by_one,
-    "retokenised_prompt": retokenised_prompt,
-    "shifted_loss_mask": shifted_loss_mask,
-    "response_length_plus_one": response_length_plus_one,
-    "response_length_minus_one": response_length_minus_one,
-}
-
-
-@dataclass(frozen=True)
-class Detection:
-    """How many corrupted rows the check reported, of the rows the corruption changed."""
-
-    name: str
-    changed: int
-    reported: int
-    missed: list[TrainRow] = field(default_factory=list)
-    # Smallest max |diff| / tolerance over the changed rows that pass every structural check (the
-    # logprob comparison alone must catch them): the weakest margin; inf when there are none.
-    weakest_ratio: float = math.inf
-
-
-def detection(model: ReferenceModel, rows: Sequence[TrainRow], name: str, *, threads: int = 1) -> Detection:
-    """Corrupt one row at a time (its siblings stay real) and count how often the check reports that row."""
-    corrupt = CORRUPTIONS[name]
-    changed, reported, missed, weakest = 0, 0, [], math.inf
-    with torch_threads(threads):
-        for position, row in enumerate(rows):
-            bad = corrupt(row, model.tokenizer)
-            if bad == row:
-                continue  # e.g. a prompt whose ids re-tokenise to themselves: nothing was corrupted
-            changed += 1
-            siblings = [other for at, other in enumerate(rows) if other.rollout_id == row.rollout_id and at != position]
-            check = check_row(model, bad, _mask_values([bad, *siblings])[row.rollout_id])
-            if check.abs_diff.size and all(problem.startswith("logprobs") for problem in check.problems):
-                weakest = min(weakest, float(np.max(check.abs_diff / check.tolerance)))
-            if check.ok:
-                missed.append(bad)
-            else:
-                reported += 1
-    return Detection(name, changed, reported, missed, weakest)

@@ -67,9 +67,10 @@ def checks(results: dict) -> list[Check]:
         found.append(Check("5 linear cost", "R^2 of time vs chunks", r2, ">= 0.98", r2 >= 0.98))
     for dtype, server in results.get("consistency", {}).get("servers", {}).items():
         label = SHORT_DTYPE.get(dtype, dtype)
-        ratio, share = server["max_over_tolerance"], server["reported_share"]
-        found.append(Check("6 row consistency", f"max |diff| / tolerance, {label} server", ratio, "<= 1", ratio <= 1))
-        found.append(Check("6 row consistency", f"corrupt rows reported, {label} server", share, "= 1", share == 1))
+        ratio, mean, share = server["max_over_tolerance"], server["mean_over_ulp"], server["caught_share"]
+        found.append(Check("6 row consistency", f"max |diff| / tolerance, {label}", ratio, "<= 1", ratio <= 1))
+        found.append(Check("6 row consistency", f"mean |diff| / ulp, {label}", mean, "<= 1", mean <= 1))
+        found.append(Check("6 row consistency", f"corrupted steps caught, {label}", share, "= 1", share == 1))
     return found
 
 
