@@ -15,11 +15,12 @@ import pytest
 
 from mem_agent import workflow
 from mem_agent.config import MemAgentConfig
+from mem_agent.prompt_sets import ResponseCleaner
 from mem_agent.records import FinishReason, SamplingParams, TrajectoryStatus, TurnKind
 from mem_agent.rollout_client import ClientSettings, RolloutClient
 from mem_agent.tiny_model import QWEN3_EOS
 from mem_agent.tokenizer import encode
-from mem_agent.workflow import MemoryAgent, ResponseCleaner
+from mem_agent.workflow import MemoryAgent
 from support.fault_proxy import Fault, fault_proxy, scripted
 
 pytestmark = pytest.mark.server

@@ -143,7 +143,7 @@ class Evaluator:
 
     async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> np.ndarray:
         try:
-            return await self.agent.tokenize(item.context)
+            return await self.agent.tokenize_context(item.context)
         finally:
             item.context = ""  # the text is not needed again: only its ids stay in flight
             text_slots.release()
@@ -298,6 +298,7 @@ def _run_facts(
         "model": args.model,
         "tokenizer": str(args.tokenizer),
         "config": {key: str(value) for key, value in asdict(agent.config).items()},
+        "prompts": agent.prompt_facts,  # built-in, or the template file's path, sha256 and source
         "sampling": asdict(sampling),
         "concurrency": args.concurrency,
         "questions_in_flight": args.questions_in_flight,

@@ -14,24 +14,26 @@ Choices where the reference implementation is fragile (documented in the README)
   this turn, oldest first, without the one the model is already looking at;
 - the memory is carried as the update block's text, tokenised again for the next prompt (the
   response itself is trained exactly as the server generated it).
+
+The wording below is ours; a template file (`MEM_PROMPTS`, mode "rememr1") replaces it, with the
+placeholders {problem} {recalled} {memory} {section} and a `no_recall` text.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mem_agent.config import RetrieverKind
-from mem_agent.prompts import FINAL_TURN_TEXT, NO_MEMORY_TEXT, TokenTemplate, compile_template
+from mem_agent.prompts import FINAL_TURN_TEXT
 from mem_agent.records import Completion
 from mem_agent.retrieval import retrieve
-from mem_agent.tokenizer import decode, encode
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+    from mem_agent.prompt_sets import PromptSet
 
 MEMORY_TURN_TEXT = """You are reading a long document one section at a time so that you can answer a question \
 about it later. Only your notes are kept from one section to the next, but you may ask to see one of your \
@@ -97,47 +99,33 @@ def parse_response(text: str) -> ParsedResponse:
     return ParsedResponse(updates, recalls, memory)
 
 
-@dataclass(frozen=True)
-class ReMemR1Prompts:
-    memory_turn: TokenTemplate  # slots: problem, recalled, memory, section
-    final_turn: TokenTemplate  # slots: problem, recalled, memory
-    no_memory: np.ndarray
-    no_recall: np.ndarray
-
-    @classmethod
-    def build(cls, tokenizer: PreTrainedTokenizerBase, *, thinking: bool = False) -> ReMemR1Prompts:
-        return cls(
-            memory_turn=compile_template(tokenizer, MEMORY_TURN_TEXT, thinking=thinking),
-            final_turn=compile_template(tokenizer, FINAL_TURN_TEXT_REMEMR1, thinking=thinking),
-            no_memory=encode(tokenizer, NO_MEMORY_TEXT),
-            no_recall=encode(tokenizer, NO_RECALL_TEXT),
-        )
-
-
 @dataclass
 class ReMemR1Planner:
     """Per-trajectory state of the ReMemR1 loop: memory, its history, and the recalled memory."""
 
-    prompts: ReMemR1Prompts
-    problem_ids: np.ndarray
-    tokenizer: PreTrainedTokenizerBase
+    prompts: PromptSet  # slots are ids or text, per assembly (prompt_sets.py)
+    problem: Any
     retriever: RetrieverKind
-    memory: np.ndarray = field(init=False)
+    memory: Any = field(init=False)
     memory_text: str = field(init=False, default="")
     history: list[str] = field(init=False, default_factory=list)
-    recalled_ids: np.ndarray = field(init=False)
+    recalled: Any = field(init=False)
 
     def __post_init__(self) -> None:
         self.memory = self.prompts.no_memory
-        self.recalled_ids = self.prompts.no_recall
+        self.recalled = self.prompts.no_recall
+
+    @property
+    def memory_ids(self) -> np.ndarray:
+        return self.prompts.to_ids(self.memory)
 
     def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray:
-        return self.prompts.memory_turn.render(
-            problem=self.problem_ids, recalled=self.recalled_ids, memory=self.memory, section=chunk
+        return self.prompts.memory_prompt(
+            problem=self.problem, recalled=self.recalled, memory=self.memory, section=self.prompts.chunk(chunk)
         )
 
-    def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]:
-        parsed = parse_response(decode(self.tokenizer, memory))
+    def after_memory_turn(self, step: int, memory: Any, completion: Completion) -> dict[str, object]:
+        parsed = parse_response(self.prompts.to_text(memory))
         candidates = [text for text in self.history if text != self.memory_text]
         found = retrieve(parsed.query or "", candidates, self.retriever)
         recalled = candidates[found] if found is not None else None
@@ -149,12 +137,12 @@ class ReMemR1Planner:
             "update_blocks": len(parsed.updates),
             "recall_blocks": len(parsed.recalls),
         }
-        self.recalled_ids = encode(self.tokenizer, recalled) if recalled else self.prompts.no_recall
+        self.recalled = self.prompts.from_text(recalled) if recalled else self.prompts.no_recall
         self.memory_text = parsed.memory_text
-        self.memory = encode(self.tokenizer, parsed.memory_text)
+        self.memory = self.prompts.from_text(parsed.memory_text)
         if parsed.memory_text and parsed.memory_text not in self.history:
             self.history.append(parsed.memory_text)
         return extras
 
     def final_prompt(self) -> np.ndarray:
-        return self.prompts.final_turn.render(problem=self.problem_ids, recalled=self.recalled_ids, memory=self.memory)
+        return self.prompts.final_prompt(problem=self.problem, recalled=self.recalled, memory=self.memory)
