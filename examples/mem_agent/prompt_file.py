@@ -145,6 +145,11 @@ def load_prompt_file(path: str | Path, mode: str | None = None) -> PromptFile:
         raw = path.read_bytes()
     except OSError as error:
         raise PromptFileError(f"{path}: cannot read: {error.strerror or error}") from None
+    return parse_prompt_file(raw, path, mode)
+
+
+def parse_prompt_file(raw: bytes, path: Path, mode: str | None = None) -> PromptFile:
+    """Validate a template file's bytes; every error is one line that starts with `path`."""
     try:
         document = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as error:

@@ -17,7 +17,8 @@ with special tokens kept (a chunk boundary may split a character, which then dec
 the message is `template.format(...)` of those texts; the server would render it as the one user
 message of a chat with the generation prompt and tokenise the result, so that is what we send as
 ids. The memory is the response as text (decoded skipping special tokens, as the server returns
-it), optionally only what follows the last `</think>`.
+it), optionally only what follows the last `</think>`. The answer is what their evaluation scripts
+score: the part after the last `</think>`, or the whole response when that part is empty.
 """
 
 from __future__ import annotations
@@ -214,9 +215,10 @@ class TextPrompts:
         return after_think(text) if self.after_think else text
 
     def answer(self, response_ids: np.ndarray) -> str:
-        """The evaluation client scores the part after `</think>`, or the whole response if that is empty."""
+        """What both authors' evaluation scripts score: the stripped response's part after the last
+        `</think>`, or the whole response when that part is empty (`extract_solution`, then the box)."""
         text = decode(self.tokenizer, response_ids).strip()
-        return (after_think(text) or text) if self.after_think else text
+        return after_think(text) or text
 
     def from_text(self, text: str) -> str:
         return text
