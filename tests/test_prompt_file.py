@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import tomllib
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -64,8 +66,6 @@ def test_a_written_file_reads_back_with_its_hash_and_source(tmp_path):
     assert (file.assembly, file.thinking, file.memory) == (Assembly.TOKENS, Thinking.TEMPLATE, MemoryRule.RESPONSE)
     facts = file.facts()
     assert facts["path"] == str(path.resolve()) and facts["source"] == {"name": "ours", "commit": "none"}
-    import hashlib
-
     assert facts["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -191,3 +191,13 @@ def test_the_hooks_raise_it_at_their_first_call(tmp_path, monkeypatch, fresh_set
     sample = Sample(index=0, prompt="Q?", label="a", metadata={"context": "text"})
     with pytest.raises(ConfigError, match=r"MEM_PROMPTS=.*missing\.toml: cannot read"):
         asyncio.run(rollout.generate(args, sample, sampling_params(args)))
+
+
+def test_the_readmes_example_file_is_a_valid_template_file(tmp_path):
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("### The file format") :]
+    start = section.index("```toml\n") + len("```toml\n")
+    example = section[start : section.index("\n```", start)]
+    file = load_prompt_file(_write(tmp_path, example), "memagent")
+    assert file.final_turn.format(problem="Q", memory="M").endswith("Answer inside \\boxed{}.")
+    assert file.memory_turn.startswith("Question: {problem}")
