@@ -55,9 +55,9 @@ def test_each_source_becomes_a_file_that_renders_the_authors_text(
     theirs = {"prompt": "<P>", "memory": "<M>", "chunk": "<C>", "recalled_memory": "<R>"}
 
     def authors(template: str) -> str:
-        if spec.keyword is None:
+        if spec.slot_pattern is None:
             return template.format(**theirs)
-        return re.sub(spec.keyword, lambda match: theirs[match.group(1)], template)
+        return re.sub(spec.slot_pattern, lambda match: theirs[match.group(1)], template)
 
     ours = {k: v for k, v in values.items() if spec.mode == "rememr1" or k != "recalled"}
     assert file.memory_turn.format(**ours) == authors(memory_turn)

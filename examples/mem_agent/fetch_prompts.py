@@ -4,11 +4,10 @@
     python -m mem_agent.eval_ruler_hqa --prompts memagent-eval.toml ...
 
 This repository holds none of MemAgent's or ReMemR1's wording. This command downloads the one
-source file that holds it, from raw.githubusercontent.com at the commit pinned below, checks its
-sha256 before reading anything from it, and takes the template strings from its syntax tree
-(`ast`): the file is never executed or imported. The authors' placeholders are renamed to ours
-({prompt} -> {problem}, {chunk} -> {section}, {recalled_memory} -> {recalled}) and any literal
-brace is escaped, so each prompt is character for character the text the authors' code builds.
+source file that holds it, from raw.githubusercontent.com at the commit pinned in prompt_sources.py,
+checks its sha256 before reading anything from it, and takes the template strings from its syntax
+tree (`ast`): the file is never executed or imported. The result is validated as a template file
+before it is written.
 
 Sources (`--list`): `memagent` and `rememr1` are the training clients (token splice, the memory is
 the response's ids), `memagent-eval` and `rememr1-eval` the evaluation clients (text sent to
@@ -22,123 +21,26 @@ Exit status: 0 written, 1 download, checksum or extraction failed, 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import ipaddress
 import re
-import string
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.io_utils import write_text_atomic
-from mem_agent.prompt_file import (
-    Assembly,
-    MemoryRule,
-    PromptFileError,
-    Thinking,
-    dump_prompt_file,
-    parse_prompt_file,
-)
+from mem_agent.prompt_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file
+from mem_agent.prompt_sources import SOURCES, Source, SourceError, extract
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 MAX_BYTES = 2 * 1024 * 1024  # the files are 4-20 KB; anything this large is not the file we pinned
-TRAINING_KEYWORD = r"\{([a-zA-Z]+)\}"  # MemAgent's TokenTemplate: a {word} of letters is a slot
-TRAINING_KEYWORD_REMEMR1 = r"\{([a-zA-Z_]+)\}"  # ReMemR1's copy also allows underscores
-_MEMAGENT = ("BytedTsinghua-SIA/MemAgent", "76b7a658988e4ea53d7388a62de6c0ce79084146")
-_REMEMR1 = ("syr-cn/ReMemR1", "43e69f38b97f7899cccadb4176b0fed003262ce3")
-_RENAMES = {"prompt": "problem", "memory": "memory", "chunk": "section", "recalled_memory": "recalled"}
 
 
 class FetchError(RuntimeError):
-    """The download, its checksum or the extraction failed; the message says which and where."""
-
-
-@dataclass(frozen=True)
-class Source:
-    name: str
-    repository: str
-    commit: str
-    path: str
-    sha256: str
-    mode: str
-    assembly: Assembly
-    memory: MemoryRule
-    keyword: str | None  # the slot pattern of a token template; None: the text is a str.format template
-    constants: tuple[tuple[str, str], ...]  # (our template key, the name the authors assign it to)
-    about: str
-
-    def url(self, base_url: str, commit: str) -> str:
-        return f"{base_url.rstrip('/')}/{self.repository}/{commit}/{self.path}"
-
-
-SOURCES = {
-    source.name: source
-    for source in (
-        Source(
-            "memagent",
-            *_MEMAGENT,
-            "recurrent/impls/memory.py",
-            "d12a704ca04e7b7b9df10e0740c63d7d247aa76b7fd90d12f15315966771bd23",
-            "memagent",
-            Assembly.TOKENS,
-            MemoryRule.RESPONSE,
-            TRAINING_KEYWORD,
-            (("memory_turn", "TEMPLATE"), ("final_turn", "TEMPLATE_FINAL_BOXED"), ("no_memory", "NO_MEMORY_TOKENS")),
-            "MemAgent's training client: token splice, memory = the response's ids",
-        ),
-        Source(
-            "memagent-eval",
-            *_MEMAGENT,
-            "taskutils/memory_eval/utils/recurrent_boxed.py",
-            "18685b1a3c2422a27581d802ceed2559e181fb97ab858fa7fc8811b7cd5a69cb",
-            "memagent",
-            Assembly.TEXT,
-            MemoryRule.AFTER_THINK,
-            None,
-            (("memory_turn", "TEMPLATE"), ("final_turn", "TEMPLATE_FINAL"), ("no_memory", "NO_MEMORY")),
-            "MemAgent's evaluation client (boxed answer): chat text, memory = the response after </think>",
-        ),
-        Source(
-            "rememr1",
-            *_REMEMR1,
-            "recurrent/impls/memory_revisit.py",
-            "419d30eb8534eb7a16cba30b17830d60383675e304eae34f60d1d35e42928f93",
-            "rememr1",
-            Assembly.TOKENS,
-            MemoryRule.RESPONSE,
-            TRAINING_KEYWORD_REMEMR1,
-            (
-                ("memory_turn", "TEMPLATE"),
-                ("final_turn", "TEMPLATE_FINAL_BOXED"),
-                ("no_memory", "NO_MEMORY_STRING"),
-                ("no_recall", "NO_MEMORY_RECALLED_STRING"),
-            ),
-            "ReMemR1's training client: token splice (MEM_MODE=rememr1)",
-        ),
-        Source(
-            "rememr1-eval",
-            *_REMEMR1,
-            "taskutils/memory_eval/utils/rememr1.py",
-            "9b1ef2066a2233a7892d428f11b9d252ae227f25d79a9008d9d3c9d5152d8f47",
-            "rememr1",
-            Assembly.TEXT,
-            MemoryRule.RESPONSE,
-            None,
-            (
-                ("memory_turn", "TEMPLATE"),
-                ("final_turn", "TEMPLATE_FINAL_BOXED"),
-                ("no_memory", "NO_MEMORY"),
-                ("no_recall", "NO_RECALLED_MEMORY"),
-            ),
-            "ReMemR1's evaluation client: chat text (MEM_MODE=rememr1)",
-        ),
-    )
-}
+    """The download, its checksum or the validation failed; the message says which and where."""
 
 
 def download(url: str, timeout_s: float) -> bytes:
@@ -165,84 +67,6 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def string_assigned(tree: ast.Module, name: str) -> str:
-    """The one string assigned to `name` (a variable or an attribute such as `self.name`).
-
-    The value is a string literal, or the first argument of a call on one (MemAgent encodes its
-    "no memory" text where it assigns it: `self.X = tokenizer.encode("...", ...)`).
-    """
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            targets, value = node.targets, node.value
-        elif isinstance(node, ast.AnnAssign):
-            targets, value = [node.target], node.value
-        else:
-            continue
-        text = _literal(value) if any(_target_name(target) == name for target in targets) else None
-        if text is not None:
-            found.append(text)
-    if len(found) != 1:
-        raise FetchError(f"expected one string assigned to {name}, found {len(found)}: the file has changed")
-    return found[0]
-
-
-def _target_name(target: ast.expr) -> str | None:
-    if isinstance(target, ast.Name):
-        return target.id
-    if isinstance(target, ast.Attribute):
-        return target.attr
-    return None
-
-
-def _literal(value: ast.expr | None) -> str | None:
-    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-        return value.value
-    if isinstance(value, ast.Call) and value.args:
-        first = value.args[0]
-        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
-    return None
-
-
-def to_our_syntax(template: str, keyword: str | None) -> str:
-    """The authors' template in our str.format syntax with our placeholder names.
-
-    A token template (`keyword`) treats everything but a slot as literal text, braces included;
-    a str.format template has its own `{{` escapes. Either way the literal text is re-escaped.
-    """
-    if keyword is not None:
-        parts = re.split(keyword, template)
-        pieces = [(parts[i], parts[i + 1] if i + 1 < len(parts) else None) for i in range(0, len(parts), 2)]
-    else:
-        try:
-            parsed = list(string.Formatter().parse(template))
-        except ValueError as error:
-            raise FetchError(f"template is not a valid str.format string: {error}") from None
-        if any(spec or conversion for _, _, spec, conversion in parsed):
-            raise FetchError("the authors' template uses a format spec or conversion: the file has changed")
-        pieces = [(literal, name) for literal, name, _, _ in parsed]
-    out = []
-    for literal, name in pieces:
-        out.append(literal.replace("{", "{{").replace("}", "}}"))
-        if name is not None:
-            if name not in _RENAMES:
-                raise FetchError(f"unknown placeholder {{{name}}} in the authors' template: the file has changed")
-            out.append("{" + _RENAMES[name] + "}")
-    return "".join(out)
-
-
-def extract(source: Source, raw: bytes) -> dict[str, str]:
-    try:
-        tree = ast.parse(raw.decode("utf-8"), filename=source.path)
-    except (UnicodeDecodeError, SyntaxError) as error:
-        raise FetchError(f"{source.path} is not a Python file this interpreter can parse: {error}") from None
-    templates = {}
-    for key, name in source.constants:
-        text = string_assigned(tree, name)
-        templates[key] = to_our_syntax(text, source.keyword) if key.endswith("_turn") else text
-    return templates
-
-
 def fetch(source: Source, base_url: str, commit: str, sha256: str, timeout_s: float, thinking: Thinking) -> str:
     """The template file's text for `source` at `commit`, after its checksum and a full validation."""
     url = source.url(base_url, commit)
@@ -256,7 +80,7 @@ def fetch(source: Source, base_url: str, commit: str, sha256: str, timeout_s: fl
         assembly=source.assembly,
         thinking=thinking,
         memory=source.memory,
-        templates=extract(source, raw),
+        templates=_extract(source, raw),
         source={**provenance, "url": url, "sha256": digest},
         header=(
             f"Prompt templates for mem_agent (MEM_PROMPTS), written by mem_agent.fetch_prompts.\n"
@@ -269,6 +93,13 @@ def fetch(source: Source, base_url: str, commit: str, sha256: str, timeout_s: fl
     except PromptFileError as error:
         raise FetchError(f"the extracted templates do not validate: {error}") from None
     return text
+
+
+def _extract(source: Source, raw: bytes) -> dict[str, str]:
+    try:
+        return extract(source, raw)
+    except SourceError as error:
+        raise FetchError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
