@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from mem_agent import eval_ruler_hqa, rollout
+from mem_agent import eval_ruler_hqa, rollout, run_document
 from mem_agent.config import MemAgentConfig
 from mem_agent.prompt_file import load_prompt_file
 from mem_agent.tokenizer import decode, encode, load_tokenizer
@@ -162,3 +162,20 @@ def test_the_training_hook_sends_the_authors_requests(stack, fetched, items, mon
     for row, (body, _) in zip(rows, exchanges, strict=True):
         prompt = json.loads(body)["token_ids"]
         assert row.tokens[: len(prompt)] == prompt and len(row.tokens) == len(prompt) + row.response_length
+
+
+def test_the_one_document_command_sends_the_authors_requests_and_says_which(stack, fetched, items, tmp_path):
+    item = items[0]
+    document = tmp_path / "doc.txt"
+    document.write_text(item["context"])
+    path = fetched["memagent-eval-off"]
+    argv = ["--question", item["input"], "--document", str(document), "--protocol", "vllm", "--prompts", path]
+    argv += ["--tokenizer", str(stack.model_path), "--chunk-tokens", str(CHUNK), "--max-memory", "16"]
+    argv += ["--max-final", "16", "--json", str(tmp_path / "run.json"), "--quiet"]
+    with fault_proxy(stack.router_url, scripted()) as proxy:
+        assert run_document.main([*argv, "--url", proxy.url]) == 0
+        exchanges = list(proxy.exchanges)
+    tokenizer = load_tokenizer(stack.model_path)
+    client = _client(tokenizer, "memagent-eval", thinking=False)
+    assert _check_exchanges(tokenizer, client, exchanges, [(item["input"], item["context"])], "token_ids") > 2
+    assert json.loads((tmp_path / "run.json").read_text())["prompts"] == load_prompt_file(path).facts()

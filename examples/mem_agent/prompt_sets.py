@@ -24,7 +24,7 @@ score: the part after the last `</think>`, or the whole response when that part 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -54,6 +54,7 @@ class PromptSet(Protocol):
 
     no_memory: Any
     no_recall: Any
+    tokenizes_each_turn: bool  # a prompt is rendered and tokenised whole each turn (text assembly)
 
     def problem(self, question: str) -> Any: ...
 
@@ -143,6 +144,8 @@ def pad_and_eos_ids(tokenizer: PreTrainedTokenizerBase) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TokenPrompts:
+    tokenizes_each_turn: ClassVar[bool] = False
+
     tokenizer: Any
     memory_turn: TokenTemplate
     final_turn: TokenTemplate
@@ -184,6 +187,8 @@ class TokenPrompts:
 
 @dataclass(frozen=True)
 class TextPrompts:
+    tokenizes_each_turn: ClassVar[bool] = True
+
     tokenizer: Any
     memory_turn: str
     final_turn: str

@@ -121,6 +121,12 @@ class MemoryAgent:
             return ReMemR1Planner(self.prompts, problem, self.config.retriever)
         return MemAgentPlanner(self.prompts, problem)
 
+    async def _build(self, build: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
+        """A text prompt (decode, chat template, encode of ~chunk size) is built off the event loop."""
+        if self.prompts.tokenizes_each_turn:
+            return await asyncio.to_thread(build, *args)
+        return build(*args)
+
     async def run(
         self,
         problem: str,
@@ -162,7 +168,7 @@ class MemoryAgent:
     ) -> None:
         trajectory = recorder.trajectory
         for step in range(plan.num_chunks):
-            prompt = planner.memory_prompt(step, plan.chunk(step))
+            prompt = await self._build(planner.memory_prompt, step, plan.chunk(step))
             remaining = plan.num_chunks - step + 1
             completion = await generate(prompt, self.config.max_memory_tokens, sampling, priority=remaining)
             extras = planner.after_memory_turn(step, self.prompts.memory(completion.token_ids), completion)
@@ -170,7 +176,7 @@ class MemoryAgent:
             if completion.finish_reason is FinishReason.ABORT:
                 trajectory.status = TrajectoryStatus.ABORTED
                 return
-        prompt = planner.final_prompt()
+        prompt = await self._build(planner.final_prompt)
         completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
         recorder.add(Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory_ids))
         if completion.finish_reason is FinishReason.ABORT:
