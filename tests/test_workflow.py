@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pytest
 
-from mem_agent import workflow
+from mem_agent import prompt_sets, workflow
 from mem_agent.config import MemAgentConfig
 from mem_agent.prompt_sets import ResponseCleaner
 from mem_agent.records import FinishReason, SamplingParams, TrajectoryStatus, TurnKind
@@ -144,9 +144,11 @@ def test_a_document_is_tokenised_once_not_per_chunk(stack, tokenizer, hotpot_row
         calls.append(len(text))
         return real_encode(tok, text)
 
+    agent = _agent(tokenizer)  # its static prompt pieces are tokenised once, here
     monkeypatch.setattr(workflow, "encode", counting_encode)
+    monkeypatch.setattr(prompt_sets, "encode", counting_encode)  # the question is the prompt set's
     context = _hotpot_context(hotpot_rows[4])
-    trajectory = _run(_agent(tokenizer), stack.router_url, "Q?", context)
+    trajectory = _run(agent, stack.router_url, "Q?", context)
     assert trajectory.num_chunks > 3
     assert sorted(calls) == sorted([len("Q?"), len(context)])
 
