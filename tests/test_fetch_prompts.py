@@ -11,7 +11,7 @@ import re
 import pytest
 
 from mem_agent import fetch_prompts
-from mem_agent.prompt_file import Assembly, MemoryRule, Thinking, load_prompt_file
+from mem_agent.prompt_file import Assembly, MemoryText, Thinking, load_prompt_file
 from support import authors_files
 from support.authors_files import FAKE_COMMIT, loopback_mirror
 
@@ -35,10 +35,10 @@ def test_the_pins_are_full_commits_and_checksums_on_raw_github():
 @pytest.mark.parametrize(
     ("source", "memory_turn", "final_turn", "assembly", "memory"),
     [
-        ("memagent", authors_files.MEMORY_TRAIN, authors_files.FINAL_TRAIN, Assembly.TOKENS, MemoryRule.RESPONSE),
-        ("memagent-eval", authors_files.MEMORY_EVAL, authors_files.FINAL_EVAL, Assembly.TEXT, MemoryRule.AFTER_THINK),
-        ("rememr1", authors_files.MEMORY_TRAIN_R1, authors_files.FINAL_TRAIN_R1, Assembly.TOKENS, MemoryRule.RESPONSE),
-        ("rememr1-eval", authors_files.MEMORY_EVAL_R1, authors_files.FINAL_EVAL_R1, Assembly.TEXT, MemoryRule.RESPONSE),
+        ("memagent", authors_files.MEMORY_TRAIN, authors_files.FINAL_TRAIN, Assembly.TOKENS, MemoryText.RESPONSE),
+        ("memagent-eval", authors_files.MEMORY_EVAL, authors_files.FINAL_EVAL, Assembly.TEXT, MemoryText.AFTER_THINK),
+        ("rememr1", authors_files.MEMORY_TRAIN_R1, authors_files.FINAL_TRAIN_R1, Assembly.TOKENS, MemoryText.RESPONSE),
+        ("rememr1-eval", authors_files.MEMORY_EVAL_R1, authors_files.FINAL_EVAL_R1, Assembly.TEXT, MemoryText.RESPONSE),
     ],
 )
 def test_each_source_becomes_a_file_that_renders_the_authors_text(

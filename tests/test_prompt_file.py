@@ -15,7 +15,7 @@ from mem_agent import eval_ruler_hqa, rollout, run_document
 from mem_agent.config import ConfigError, MemAgentConfig
 from mem_agent.prompt_file import (
     Assembly,
-    MemoryRule,
+    MemoryText,
     PromptFileError,
     Thinking,
     dump_prompt_file,
@@ -40,7 +40,7 @@ def _valid(**changes) -> str:
         "mode": "memagent",
         "assembly": Assembly.TOKENS,
         "thinking": Thinking.TEMPLATE,
-        "memory": MemoryRule.RESPONSE,
+        "memory": MemoryText.RESPONSE,
         "templates": {"memory_turn": MEMORY_TURN, "final_turn": FINAL_TURN, "no_memory": "Empty log"},
         "source": {"name": "ours", "commit": "none"},
     }
@@ -63,7 +63,7 @@ def test_a_written_file_reads_back_with_its_hash_and_source(tmp_path):
         "Empty log",
         None,
     )
-    assert (file.assembly, file.thinking, file.memory) == (Assembly.TOKENS, Thinking.TEMPLATE, MemoryRule.RESPONSE)
+    assert (file.assembly, file.thinking, file.memory) == (Assembly.TOKENS, Thinking.TEMPLATE, MemoryText.RESPONSE)
     facts = file.facts()
     assert facts["path"] == str(path.resolve()) and facts["source"] == {"name": "ours", "commit": "none"}
     assert facts["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -72,7 +72,7 @@ def test_a_written_file_reads_back_with_its_hash_and_source(tmp_path):
 def test_thinking_and_memory_have_the_authors_defaults(tmp_path):
     lines = [line for line in _valid().splitlines() if not line.startswith(("thinking", "memory ="))]
     file = load_prompt_file(_write(tmp_path, "\n".join(lines)))
-    assert file.thinking is Thinking.TEMPLATE and file.memory is MemoryRule.RESPONSE
+    assert file.thinking is Thinking.TEMPLATE and file.memory is MemoryText.RESPONSE
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_placeholder_mistakes_are_one_line_errors(tmp_path, template, message):
         (_valid().replace('mode = "memagent"', 'mode = "memagnet"'), "mode = 'memagnet' must be one of"),
         (_valid().replace('assembly = "tokens"\n', ""), "assembly is missing (one of tokens, text)"),
         (_valid(thinking=Thinking.ON).replace('"on"', '"maybe"'), "thinking = 'maybe' must be one of"),
-        (_valid(memory=MemoryRule.AFTER_THINK), 'memory = "after-think" needs assembly = "text"'),
+        (_valid(memory=MemoryText.AFTER_THINK), 'memory = "after-think" needs assembly = "text"'),
         (_valid(templates={"no_memory": None}), "templates.no_memory is missing"),
         (_valid().replace('no_memory = "Empty log"', "no_memory = 3"), "templates.no_memory must be a string"),
         (_valid(templates={"no_recall": "x"}), "unknown key templates.no_recall"),

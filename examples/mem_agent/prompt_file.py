@@ -64,7 +64,7 @@ class Thinking(StrEnum):
         return None if self is Thinking.TEMPLATE else self is Thinking.ON
 
 
-class MemoryRule(StrEnum):
+class MemoryText(StrEnum):
     RESPONSE = "response"  # the whole response, less pad and EOS (tokens) / as the server decodes it (text)
     AFTER_THINK = "after-think"  # text after the last </think>, stripped, else the whole text
 
@@ -85,7 +85,7 @@ class PromptFile:
     mode: str
     assembly: Assembly
     thinking: Thinking
-    memory: MemoryRule
+    memory: MemoryText
     memory_turn: str
     final_turn: str
     no_memory: str
@@ -171,8 +171,8 @@ def _from_document(path: Path, sha256: str, document: dict[str, Any], mode: str 
         raise PromptFileError(f"mode = {file_mode!r} but MEM_MODE={mode}; use a {mode} template file or set MEM_MODE")
     assembly = Assembly(_choice(document, "assembly", tuple(Assembly), None))
     thinking = Thinking(_choice(document, "thinking", tuple(Thinking), Thinking.TEMPLATE))
-    memory = MemoryRule(_choice(document, "memory", tuple(MemoryRule), MemoryRule.RESPONSE))
-    if memory is MemoryRule.AFTER_THINK and assembly is not Assembly.TEXT:
+    memory = MemoryText(_choice(document, "memory", tuple(MemoryText), MemoryText.RESPONSE))
+    if memory is MemoryText.AFTER_THINK and assembly is not Assembly.TEXT:
         raise PromptFileError('memory = "after-think" needs assembly = "text" (token splicing keeps the ids)')
     texts = _templates(document.get("templates"), file_mode)
     return PromptFile(
@@ -257,7 +257,7 @@ def dump_prompt_file(
     mode: str,
     assembly: Assembly,
     thinking: Thinking,
-    memory: MemoryRule,
+    memory: MemoryText,
     templates: dict[str, str],
     source: dict[str, str],
     header: str = "",

@@ -21,7 +21,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from mem_agent.prompt_file import Assembly, MemoryRule
+from mem_agent.prompt_file import Assembly, MemoryText
 
 MEMAGENT_SLOT = r"\{([a-zA-Z]+)\}"  # MemAgent's TokenTemplate
 REMEMR1_SLOT = r"\{([a-zA-Z_]+)\}"  # ReMemR1's copy of it
@@ -43,7 +43,7 @@ class Source:
     sha256: str  # of the file at `commit`, as raw.githubusercontent.com serves it
     mode: str
     assembly: Assembly
-    memory: MemoryRule
+    memory: MemoryText
     slot_pattern: str | None  # a token template's slot regex; None: the text is a str.format template
     names: dict[str, str]  # our template key -> the name the authors assign that string to
     about: str
@@ -63,7 +63,7 @@ SOURCES = {
             sha256="d12a704ca04e7b7b9df10e0740c63d7d247aa76b7fd90d12f15315966771bd23",
             mode="memagent",
             assembly=Assembly.TOKENS,
-            memory=MemoryRule.RESPONSE,
+            memory=MemoryText.RESPONSE,
             slot_pattern=MEMAGENT_SLOT,
             names={"memory_turn": "TEMPLATE", "final_turn": "TEMPLATE_FINAL_BOXED", "no_memory": "NO_MEMORY_TOKENS"},
             about="MemAgent's training client: token splice, memory = the response's ids",
@@ -76,7 +76,7 @@ SOURCES = {
             sha256="18685b1a3c2422a27581d802ceed2559e181fb97ab858fa7fc8811b7cd5a69cb",
             mode="memagent",
             assembly=Assembly.TEXT,
-            memory=MemoryRule.AFTER_THINK,
+            memory=MemoryText.AFTER_THINK,
             slot_pattern=None,
             names={"memory_turn": "TEMPLATE", "final_turn": "TEMPLATE_FINAL", "no_memory": "NO_MEMORY"},
             about="MemAgent's evaluation client (boxed answer): chat text, memory = the response after </think>",
@@ -89,7 +89,7 @@ SOURCES = {
             sha256="419d30eb8534eb7a16cba30b17830d60383675e304eae34f60d1d35e42928f93",
             mode="rememr1",
             assembly=Assembly.TOKENS,
-            memory=MemoryRule.RESPONSE,
+            memory=MemoryText.RESPONSE,
             slot_pattern=REMEMR1_SLOT,
             names={
                 "memory_turn": "TEMPLATE",
@@ -107,7 +107,7 @@ SOURCES = {
             sha256="9b1ef2066a2233a7892d428f11b9d252ae227f25d79a9008d9d3c9d5152d8f47",
             mode="rememr1",
             assembly=Assembly.TEXT,
-            memory=MemoryRule.RESPONSE,
+            memory=MemoryText.RESPONSE,
             slot_pattern=None,
             names={
                 "memory_turn": "TEMPLATE",
