@@ -19,10 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mem_agent.config import ConfigError, TokenizerBackend
+from mem_agent.config import AgentMode, ConfigError, TokenizerBackend
 from mem_agent.light_tokenizer import LightTokenizer, UnsupportedTokenizerError, load
-from mem_agent.prompts import MemAgentPrompts
-from mem_agent.rememr1 import ReMemR1Prompts
+from mem_agent.prompt_sets import builtin_prompts
 from mem_agent.tiny_model import ensure_tiny_qwen3
 from mem_agent.tokenizer import BUNDLED_QWEN3, TokenizerNotFoundError, bundled_qwen3_dir, encode, load_tokenizer
 
@@ -188,8 +187,8 @@ def test_prompt_templates_are_the_same_ids_with_either_loader(folder, thinking):
     """The hooks, the evaluator and run_document build their prompts from these: same ids either way."""
     light = load_tokenizer(_folder(folder), TokenizerBackend.LIGHT)
     hf = load_tokenizer(_folder(folder), TokenizerBackend.TRANSFORMERS)
-    for build in (MemAgentPrompts.build, ReMemR1Prompts.build):
-        ours, theirs = build(light, thinking=thinking), build(hf, thinking=thinking)
+    for mode in AgentMode:
+        ours, theirs = builtin_prompts(light, mode, thinking), builtin_prompts(hf, mode, thinking)
         for name in ("memory_turn", "final_turn"):
             mine, reference = getattr(ours, name), getattr(theirs, name)
             assert mine.slots == reference.slots
@@ -204,11 +203,11 @@ def test_the_training_hooks_use_the_light_tokenizer_with_transformers_prompts(fr
     agent = rollout._agent(str(folder), rollout.settings())
     assert isinstance(agent.tokenizer, LightTokenizer)
     hf = load_tokenizer(folder, TokenizerBackend.TRANSFORMERS)
-    reference = MemAgentPrompts.build(hf)
+    reference = builtin_prompts(hf, AgentMode.MEMAGENT)
     for name in ("memory_turn", "final_turn"):
         ours, theirs = getattr(agent.prompts, name).pieces, getattr(reference, name).pieces
         assert [piece.tolist() for piece in ours] == [piece.tolist() for piece in theirs]
-    assert agent.cleaner._special_ids == frozenset(hf.all_special_ids)
+    assert agent.prompts.cleaner._special_ids == frozenset(hf.all_special_ids)
 
 
 # --- folders of our own making: template features, template files, folders we do not read ---------------------

@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from mem_agent.config import AgentMode
+from mem_agent.prompt_sets import builtin_prompts
 from mem_agent.prompts import (
     FINAL_TURN_TEXT,
     MEMORY_TURN_TEXT,
     NO_MEMORY_TEXT,
-    MemAgentPrompts,
     compile_template,
 )
 from mem_agent.tokenizer import encode
 
 
+def _builtin(tokenizer):
+    return builtin_prompts(tokenizer, AgentMode.MEMAGENT)
+
+
 def test_spliced_prompt_decodes_to_the_chat_templated_message(tokenizer):
     """Splicing ids gives the same text as rendering the message through the chat template."""
-    prompts = MemAgentPrompts.build(tokenizer)
+    prompts = _builtin(tokenizer)
     problem, memory, section = "Who wrote it?", "Notes: a poet.", "Document 1:\nThe poem was written by Ann."
     ids = prompts.memory_turn.render(
         problem=encode(tokenizer, problem),
@@ -39,7 +44,7 @@ def test_spliced_prompt_decodes_to_the_chat_templated_message(tokenizer):
 
 
 def test_final_prompt_has_problem_and_memory_blocks_and_asks_for_a_box(tokenizer):
-    prompts = MemAgentPrompts.build(tokenizer)
+    prompts = _builtin(tokenizer)
     assert prompts.final_turn.slots == ("problem", "memory")
     text = tokenizer.decode(
         prompts.final_turn.render(problem=encode(tokenizer, "Q?"), memory=prompts.no_memory).tolist()
@@ -49,7 +54,7 @@ def test_final_prompt_has_problem_and_memory_blocks_and_asks_for_a_box(tokenizer
 
 
 def test_memory_prompt_slots_are_problem_memory_section_in_that_order(tokenizer):
-    assert MemAgentPrompts.build(tokenizer).memory_turn.slots == ("problem", "memory", "section")
+    assert _builtin(tokenizer).memory_turn.slots == ("problem", "memory", "section")
 
 
 def test_thinking_switch_changes_only_the_generation_prompt(tokenizer):
@@ -62,7 +67,7 @@ def test_thinking_switch_changes_only_the_generation_prompt(tokenizer):
 
 
 def test_render_refuses_missing_or_extra_slots(tokenizer):
-    template = MemAgentPrompts.build(tokenizer).final_turn
+    template = _builtin(tokenizer).final_turn
     empty = np.zeros(0, dtype=np.int32)
     for values in ({"problem": empty}, {"problem": empty, "memory": empty, "section": empty}):
         try:

@@ -11,10 +11,11 @@ from conftest import document_text, server_flags
 from test_rollout_hooks import run_step, trainer_rows
 
 from mem_agent import build_long_context, eval_ruler_hqa, rollout
-from mem_agent.config import MemAgentConfig, MemoryRule, RetrieverKind
+from mem_agent.config import AgentMode, MemAgentConfig, MemoryRule, RetrieverKind
 from mem_agent.custom_convert import convert_samples_to_train_data
+from mem_agent.prompt_sets import builtin_prompts
 from mem_agent.records import Completion, FinishReason, SamplingParams, TrajectoryStatus, TurnKind
-from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, ReMemR1Prompts, parse_response
+from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, parse_response
 from mem_agent.retrieval import retrieve
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.step_rewards import MemoryTurnFacts, coverage, final_turn_reward, memory_turn_reward, recall_hit
@@ -126,7 +127,7 @@ def _completion(tokenizer, text: str) -> tuple[np.ndarray, Completion]:
 
 
 def test_a_recall_brings_back_an_earlier_memory_in_the_next_prompt_only(tokenizer):
-    prompts = ReMemR1Prompts.build(tokenizer)
+    prompts = builtin_prompts(tokenizer, AgentMode.REMEMR1)
     planner = ReMemR1Planner(
         prompts, encode(tokenizer, "Where was Ada born?"), tokenizer, RetrieverKind.RECALL, MemoryRule.UPDATE
     )

@@ -10,9 +10,10 @@ from fixed_answer_server import fixed_answer_server
 
 from mem_agent import rollout
 from mem_agent.advantages import StepReward, TrajectoryOutcome, turn_advantages
-from mem_agent.config import ConfigError, CoverageRule, MemAgentConfig, MemoryRule, RetrieverKind
+from mem_agent.config import AgentMode, ConfigError, CoverageRule, MemAgentConfig, MemoryRule, RetrieverKind
+from mem_agent.prompt_sets import builtin_prompts
 from mem_agent.records import Completion, FinishReason, Turn, TurnKind
-from mem_agent.rememr1 import ReMemR1Planner, ReMemR1Prompts, parse_response
+from mem_agent.rememr1 import ReMemR1Planner, parse_response
 from mem_agent.retrieval import TfidfScorer, retrieve, subword_terms
 from mem_agent.step_rewards import (
     MemoryTurnFacts,
@@ -38,7 +39,7 @@ def _completion(tokenizer, text: str) -> tuple[np.ndarray, Completion]:
 def _planner(
     tokenizer, retriever: RetrieverKind = RetrieverKind.TFIDF, rule: MemoryRule = MemoryRule.RESPONSE
 ) -> ReMemR1Planner:
-    prompts = ReMemR1Prompts.build(tokenizer)
+    prompts = builtin_prompts(tokenizer, AgentMode.REMEMR1)
     return ReMemR1Planner(prompts, encode(tokenizer, QUESTION), tokenizer, retriever, rule)
 
 
@@ -197,7 +198,7 @@ def test_with_the_update_rule_the_memory_is_the_last_update_block(tokenizer):
 def test_the_workflow_builds_planners_with_the_configured_memory_rule_and_retriever(tokenizer):
     for rule in MemoryRule:
         config = MemAgentConfig(mode="rememr1", rememr1_memory=rule, retriever="bm25")
-        planner = MemoryAgent(tokenizer, config).new_planner(encode(tokenizer, QUESTION))
+        planner = MemoryAgent(tokenizer, config).new_planner(QUESTION)
         assert isinstance(planner, ReMemR1Planner)
         assert (planner.memory_rule, planner.retriever) == (rule, RetrieverKind.BM25)
     assert MemAgentConfig().rememr1_memory is MemoryRule.RESPONSE and MemAgentConfig().retriever is RetrieverKind.TFIDF

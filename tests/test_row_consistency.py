@@ -55,8 +55,9 @@ from bench.row_consistency import (
 )
 from bench.row_corruptions import CORRUPTIONS, detection
 from bench.row_rollout import TrainRow, rollout_rows
+from mem_agent.config import AgentMode
 from mem_agent.local_stack import LocalStack, StackSettings, local_stack
-from mem_agent.prompts import MemAgentPrompts
+from mem_agent.prompt_sets import builtin_prompts
 from support.sglang_shim import sglang_shim
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
@@ -200,7 +201,7 @@ def test_every_prompt_we_build_ends_with_the_assistant_turns_opening(bf16_refere
     """The boundary rule holds for our own prompts: the response starts where the model's turn starts."""
     tail = bf16_reference.generation_prompt
     assert bf16_reference.tokenizer.decode(tail) == "<|im_start|>assistant\n<think>\n\n</think>\n\n"
-    prompts = MemAgentPrompts.build(bf16_reference.tokenizer)
+    prompts = builtin_prompts(bf16_reference.tokenizer, AgentMode.MEMAGENT)
     ids = np.array([11, 12], dtype=np.int32)
     for prompt in (
         prompts.memory_turn.render(problem=ids, memory=ids, section=ids),
@@ -238,7 +239,7 @@ def sampled_row(reference: ReferenceModel, prompt: list[int], length: int, seed:
 
 def test_the_checker_aligns_position_t_with_token_t_plus_one_without_a_server(fp32_reference):
     """Rows decoded step by step pass the one-pass check; each corruption of them is reported."""
-    prompts = MemAgentPrompts.build(fp32_reference.tokenizer)
+    prompts = builtin_prompts(fp32_reference.tokenizer, AgentMode.MEMAGENT)
     prompt = prompts.final_turn.render(problem=np.arange(100, 120, dtype=np.int32), memory=prompts.no_memory)
     rows = [sampled_row(fp32_reference, prompt.tolist(), 6, seed, rollout_id=seed) for seed in range(3)]
     assert all(check.ok for check in check_rows(fp32_reference, rows))
@@ -249,7 +250,7 @@ def test_the_checker_aligns_position_t_with_token_t_plus_one_without_a_server(fp
 
 def test_a_small_drift_on_every_token_passes_each_row_but_fails_the_step(fp32_reference):
     """Half the per-token tolerance on every token: no row fails, the step's mean (8 ulps) does."""
-    prompts = MemAgentPrompts.build(fp32_reference.tokenizer)
+    prompts = builtin_prompts(fp32_reference.tokenizer, AgentMode.MEMAGENT)
     prompt = prompts.final_turn.render(problem=np.arange(300, 310, dtype=np.int32), memory=prompts.no_memory)
     rows = [sampled_row(fp32_reference, prompt.tolist(), 4, seed, rollout_id=seed) for seed in range(2)]
     clean = check_rows(fp32_reference, rows)

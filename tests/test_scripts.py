@@ -217,6 +217,7 @@ def test_train_runtime_env_forwards_only_the_mem_settings_the_user_set(trainer):
 def test_train_forwards_every_setting_python_declares():
     """The shell has no list of its own: Python's SETTINGS decide what reaches the workers."""
     values = {s.env: str(s.default if not isinstance(s.default, bool) else int(s.default)) for s in SETTINGS}
+    values = {env: value or "/set/by/the/user" for env, value in values.items()}  # an empty value is unset
     script = f"source {shlex.quote(str(SCRIPTS / '_common.sh'))}; mem_env_json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEM_")} | values | {"PYTHON": sys.executable}
     out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout

@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 from conftest import document_text
 
-from mem_agent import workflow
+from mem_agent import prompt_sets, workflow
 from mem_agent.config import MemAgentConfig
+from mem_agent.prompt_sets import ResponseCleaner
 from mem_agent.records import FinishReason, SamplingParams, TrajectoryStatus, TurnKind
 from mem_agent.rollout_client import ClientSettings, RolloutClient
 from mem_agent.tiny_model import QWEN3_EOS
 from mem_agent.tokenizer import encode
-from mem_agent.workflow import MemoryAgent, ResponseCleaner
+from mem_agent.workflow import MemoryAgent
 from support.fault_proxy import Fault, fault_proxy, scripted
 
 pytestmark = pytest.mark.server
@@ -144,9 +145,11 @@ def test_a_document_is_tokenised_once_not_per_chunk(stack, tokenizer, synthetic_
         calls.append(len(text))
         return real_encode(tok, text)
 
+    agent = _agent(tokenizer)  # its static prompt pieces are tokenised once, here
     monkeypatch.setattr(workflow, "encode", counting_encode)
+    monkeypatch.setattr(prompt_sets, "encode", counting_encode)  # the question is the prompt set's
     context = document_text(synthetic_rows[4:5])
-    trajectory = _run(_agent(tokenizer), stack.router_url, "Q?", context)
+    trajectory = _run(agent, stack.router_url, "Q?", context)
     assert trajectory.num_chunks > 3
     assert sorted(calls) == sorted([len("Q?"), len(context)])
 

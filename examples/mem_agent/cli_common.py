@@ -55,6 +55,12 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=int, default=None, help="memory token limit (default: MEM_MAX_MEMORY)")
     parser.add_argument("--max-final", type=int, default=None, help="answer token limit (default: MEM_MAX_FINAL)")
     parser.add_argument("--max-chunks", type=int, default=None, help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS)")
+    parser.add_argument(
+        "--prompts",
+        default=None,
+        metavar="FILE",
+        help="prompt-template file, e.g. written by mem_agent.fetch_prompts (default: MEM_PROMPTS, else built-in)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
@@ -64,6 +70,7 @@ def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
         "max_memory_tokens": args.max_memory,
         "max_final_tokens": args.max_final,
         "max_chunks": args.max_chunks,
+        "prompts": args.prompts,
     }
     return MemAgentConfig.from_env(**{key: value for key, value in overrides.items() if value is not None})
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from mem_agent.prompt_file import PromptFileError, load_prompt_file
+
 
 class ConfigError(ValueError):
     """A setting has a value we cannot use; the message names the variable and the fix."""
@@ -80,7 +82,20 @@ SETTINGS: tuple[Setting, ...] = (
         "Chunk cap per document; 0 = no cap. Longer documents keep their first and last halves.",
     ),
     Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
-    Setting("MEM_THINKING", "thinking", False, "0|1", "Qwen3 thinking; its `<think>` text never enters memory."),
+    Setting(
+        "MEM_THINKING",
+        "thinking",
+        False,
+        "0|1",
+        "Qwen3 thinking with the built-in prompts; its `<think>` text never enters memory.",
+    ),
+    Setting(
+        "MEM_PROMPTS",
+        "prompts",
+        "",
+        "file path",
+        "Prompt-template file (see Prompt templates); empty = our built-in prompts.",
+    ),
     Setting("MEM_ADV_STD_NORM", "adv_std_norm", False, "0|1", "Divide GRPO advantages by the group std."),
     Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
     Setting(
@@ -153,6 +168,7 @@ class MemAgentConfig:
     max_chunks: int = 0
     mode: AgentMode = AgentMode.MEMAGENT
     thinking: bool = False
+    prompts: str = ""
     adv_std_norm: bool = False
     rememr1_alpha: float = 0.8
     rememr1_state_scale: float = 2.0
@@ -174,6 +190,20 @@ class MemAgentConfig:
                 object.__setattr__(self, setting.field, _as_enum(setting, value))
             else:
                 _check(setting, value)
+        if self.prompts:
+            self._check_prompt_file()
+
+    def _check_prompt_file(self) -> None:
+        """A template file is read and checked here, so every entry point reports it before any work."""
+        if self.thinking:
+            raise ConfigError(
+                f"MEM_THINKING=1 switches the built-in prompts; with MEM_PROMPTS={self.prompts} set "
+                'thinking = "on" in the file instead'
+            )
+        try:
+            load_prompt_file(self.prompts, self.mode.value)
+        except PromptFileError as error:
+            raise ConfigError(f"MEM_PROMPTS={error}") from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemAgentConfig:
@@ -238,7 +268,9 @@ def _fail(setting: Setting, raw: object) -> ConfigError:
 
 def _shown(setting: Setting) -> str:
     default = setting.default
-    return ("1" if default else "0") if isinstance(default, bool) else str(default)
+    if isinstance(default, bool):
+        return "1" if default else "0"
+    return str(default) if default != "" else '""'
 
 
 _DESCRIPTIONS = {
@@ -247,6 +279,7 @@ _DESCRIPTIONS = {
     "positive float": "a positive number",
     "float in [0,1]": "a number between 0 and 1",
     "0|1": "0 or 1",
+    "file path": "a file path",
     "memagent|rememr1": "one of memagent, rememr1",
     "recall|tfidf|bm25": "one of recall, tfidf, bm25",
     "response|update": "one of response, update",
@@ -273,6 +306,7 @@ def _parse(setting: Setting, raw: str) -> Any:
         "positive float": float,
         "float in [0,1]": float,
         "0|1": lambda text: _BOOLEANS[text.lower()],
+        "file path": str,
     }
     try:
         if setting.kind in _ENUMS:
@@ -295,6 +329,8 @@ def _check(setting: Setting, value: Any) -> None:
     kind = setting.kind
     if kind == "0|1":
         ok = isinstance(value, bool)
+    elif kind == "file path":
+        ok = isinstance(value, str)
     elif kind in ("positive int", "int >= 0"):
         minimum = 1 if kind == "positive int" else 0
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum

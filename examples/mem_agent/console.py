@@ -1,6 +1,6 @@
 """The names people type for our commands, so that usage lines and errors show the same name.
 
-`pip install` puts four console commands on PATH (pyproject.toml, [project.scripts]; a test keeps
+`pip install` puts five console commands on PATH (pyproject.toml, [project.scripts]; a test keeps
 the two lists identical). argparse names a program after `sys.argv[0]`, which for `python -m`
 is the module's file path, so every parser passes its name explicitly: the console command when
 that is how it was started, `python -m mem_agent.<module>` otherwise.
@@ -16,6 +16,7 @@ CONSOLE_COMMANDS = {
     "mem-agent-eval": "mem_agent.eval_ruler_hqa",
     "mem-agent-prepare-data": "mem_agent.prepare_data",
     "mem-agent-build-long-context": "mem_agent.build_long_context",
+    "mem-agent-fetch-prompts": "mem_agent.fetch_prompts",
 }
 
 

@@ -51,7 +51,7 @@ def format_table(reports: Sequence[EvalFileReport]) -> str:
 
 
 # Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
-ANSWER_SHAPING = ("config", "sampling", "tokenizer", "data")
+ANSWER_SHAPING = ("config", "sampling", "tokenizer", "data", "prompts")
 
 
 class ReuseError(ValueError):

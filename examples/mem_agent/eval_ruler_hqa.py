@@ -51,6 +51,7 @@ from mem_agent.console import program_name
 from mem_agent.eval_report import EvalFileReport, ReuseError, check_reuse, write_reports
 from mem_agent.eval_results import ResultStore, read_results, summarize
 from mem_agent.jsonstream import DataFormatError, count_json_array_items, iter_json_array
+from mem_agent.prompt_sets import prompt_facts
 from mem_agent.records import SamplingParams
 from mem_agent.scoring import ReportingRules, score_answer
 from mem_agent.step_rewards import recall_stats
@@ -153,7 +154,7 @@ class Evaluator:
 
     async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> np.ndarray:
         try:
-            return await self.agent.tokenize(item.context)
+            return await self.agent.tokenize_context(item.context)
         finally:
             item.context = ""  # the text is not needed again: only its ids stay in flight
             text_slots.release()
@@ -331,6 +332,7 @@ def _settings_facts(args: argparse.Namespace, config: MemAgentConfig, sampling: 
         "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
         "sampling": asdict(sampling),
         "tokenizer": str(tokenizer.resolve()) if tokenizer.exists() else str(args.tokenizer),
+        "prompts": prompt_facts(config),  # built-in, or the template file's path, sha256 and source
     }
 
 

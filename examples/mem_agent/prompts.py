@@ -9,7 +9,8 @@ the token ids of the problem, the memory and the chunk. This keeps two invariant
 - a document is tokenised once, never per chunk.
 
 The structure follows MemAgent (problem, memory and section blocks; a fixed "no memory yet" start;
-the final answer in \\boxed{}); the words are ours.
+the final answer in \\boxed{}); the words are ours. A template file (`MEM_PROMPTS`, prompt_file.py)
+replaces them, and prompt_sets.py decides how its prompts are assembled.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mem_agent.prompt_file import template_fields
 from mem_agent.tokenizer import TOKEN_DTYPE, encode
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ NO_MEMORY_TEXT = "(no notes yet)"
 
 _MARKER = "\u2063MEMAGENT-SLOT-{name}\u2063"  # invisible separator: never written by a chat template
 _MARKER_PATTERN = re.compile("\u2063MEMAGENT-SLOT-([a-z_]+)\u2063")
+_MESSAGE_MARKER = "\u2063MEMAGENT-MESSAGE\u2063"
 
 
 @dataclass(frozen=True)
@@ -82,33 +85,41 @@ class TokenTemplate:
         return np.concatenate(parts).astype(TOKEN_DTYPE, copy=False)
 
 
-def compile_template(tokenizer: PreTrainedTokenizerBase, message: str, *, thinking: bool) -> TokenTemplate:
-    """Render `message` (with {slot} fields) through the chat template and cut it into pieces."""
-    slot_names = tuple(re.findall(r"(?<!\{)\{([a-z_]+)\}(?!\})", message))
-    marked = message.format(**{name: _MARKER.format(name=name) for name in slot_names})
-    rendered = tokenizer.apply_chat_template(
-        [{"role": "user", "content": marked}],
-        tokenize=False,
-        add_generation_prompt=True,
-        enable_thinking=thinking,
+def render_chat(tokenizer: PreTrainedTokenizerBase, message: str, *, thinking: bool | None) -> str:
+    """`message` as one user turn of a fresh chat, with the assistant's generation prompt.
+
+    `thinking=None` passes no enable_thinking at all, so the chat template's own default decides,
+    as it does for a client that sends /v1/chat/completions without chat_template_kwargs.
+    """
+    switch = {} if thinking is None else {"enable_thinking": thinking}
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True, **switch
     )
+
+
+def compile_template(
+    tokenizer: PreTrainedTokenizerBase, message: str, *, thinking: bool | None, around_placeholder: bool = False
+) -> TokenTemplate:
+    """Render `message` (str.format syntax, {slot} fields) through the chat template and cut it into pieces.
+
+    Markers, not the {slot} text itself, go through the chat template, so text with braces that the
+    template adds (a default system prompt) is never taken for a slot, and a template that reorders
+    or drops a slot is an error, not a silent splice. With `around_placeholder` the chat template is
+    rendered around one placeholder message and the message is put in its place afterwards, as
+    MemAgent's and ReMemR1's training clients do (`chat_template(tokenizer).format(message=...)`):
+    a chat template that transforms the content (trims it, inspects it) then never sees it.
+    """
+    slot_names = tuple(template_fields(message))
+    marked = message.format(**{name: _MARKER.format(name=name) for name in slot_names})
+    if around_placeholder:
+        outer = render_chat(tokenizer, _MESSAGE_MARKER, thinking=thinking)
+        if outer.count(_MESSAGE_MARKER) != 1:
+            raise ValueError("the chat template did not keep the user message exactly once")
+        rendered = outer.replace(_MESSAGE_MARKER, marked)
+    else:
+        rendered = render_chat(tokenizer, marked, thinking=thinking)
     split = _MARKER_PATTERN.split(rendered)
     texts, found = split[0::2], tuple(split[1::2])
     if found != slot_names:
         raise ValueError(f"chat template reordered or dropped prompt slots: expected {slot_names}, got {found}")
     return TokenTemplate(pieces=tuple(encode(tokenizer, text) for text in texts), slots=slot_names)
-
-
-@dataclass(frozen=True)
-class MemAgentPrompts:
-    memory_turn: TokenTemplate  # slots: problem, memory, section
-    final_turn: TokenTemplate  # slots: problem, memory
-    no_memory: np.ndarray
-
-    @classmethod
-    def build(cls, tokenizer: PreTrainedTokenizerBase, *, thinking: bool = False) -> MemAgentPrompts:
-        return cls(
-            memory_turn=compile_template(tokenizer, MEMORY_TURN_TEXT, thinking=thinking),
-            final_turn=compile_template(tokenizer, FINAL_TURN_TEXT, thinking=thinking),
-            no_memory=encode(tokenizer, NO_MEMORY_TEXT),
-        )

@@ -18,24 +18,28 @@ Choices where the reference implementation is fragile (documented in the README)
   with the `tfidf` retriever they are compared by the policy tokenizer's pieces, as released;
 - the memory is carried as text, tokenised again for the next prompt as the released code does
   (the response itself is trained exactly as the server generated it).
+
+The wording below is ours; a template file (`MEM_PROMPTS`, mode "rememr1") replaces it, with the
+placeholders {problem} {recalled} {memory} {section} and a `no_recall` text.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mem_agent.config import MemoryRule, RetrieverKind
-from mem_agent.prompts import FINAL_TURN_TEXT, NO_MEMORY_TEXT, TokenTemplate, compile_template
+from mem_agent.prompts import FINAL_TURN_TEXT
 from mem_agent.records import Completion
 from mem_agent.retrieval import Terms, retrieve, subword_terms, words
-from mem_agent.tokenizer import decode, encode
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
+
+    from mem_agent.prompt_sets import PromptSet
 
 MEMORY_TURN_TEXT = """You are reading a long document one section at a time so that you can answer a question \
 about it later. Only your notes are kept from one section to the next, but you may ask to see one of your \
@@ -101,50 +105,37 @@ def parse_response(text: str) -> ParsedResponse:
     return ParsedResponse(updates, recalls, memory)
 
 
-@dataclass(frozen=True)
-class ReMemR1Prompts:
-    memory_turn: TokenTemplate  # slots: problem, recalled, memory, section
-    final_turn: TokenTemplate  # slots: problem, recalled, memory
-    no_memory: np.ndarray
-    no_recall: np.ndarray
-
-    @classmethod
-    def build(cls, tokenizer: PreTrainedTokenizerBase, *, thinking: bool = False) -> ReMemR1Prompts:
-        return cls(
-            memory_turn=compile_template(tokenizer, MEMORY_TURN_TEXT, thinking=thinking),
-            final_turn=compile_template(tokenizer, FINAL_TURN_TEXT_REMEMR1, thinking=thinking),
-            no_memory=encode(tokenizer, NO_MEMORY_TEXT),
-            no_recall=encode(tokenizer, NO_RECALL_TEXT),
-        )
-
-
 @dataclass
 class ReMemR1Planner:
     """Per-trajectory state of the ReMemR1 loop: memory, its history, and the recalled memory."""
 
-    prompts: ReMemR1Prompts
-    problem_ids: np.ndarray
+    prompts: PromptSet  # slots are ids or text, per assembly (prompt_sets.py)
+    problem: Any
     tokenizer: PreTrainedTokenizerBase
     retriever: RetrieverKind
     memory_rule: MemoryRule = MemoryRule.RESPONSE
-    memory: np.ndarray = field(init=False)
+    memory: Any = field(init=False)
     memory_text: str = field(init=False, default="")
     history: list[str] = field(init=False, default_factory=list)
-    recalled_ids: np.ndarray = field(init=False)
+    recalled: Any = field(init=False)
     _terms: Terms = field(init=False, repr=False)  # what the retriever compares
 
     def __post_init__(self) -> None:
         self.memory = self.prompts.no_memory
-        self.recalled_ids = self.prompts.no_recall
+        self.recalled = self.prompts.no_recall
         self._terms = subword_terms(self.tokenizer) if self.retriever is RetrieverKind.TFIDF else words
 
+    @property
+    def memory_ids(self) -> np.ndarray:
+        return self.prompts.to_ids(self.memory)
+
     def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray:
-        return self.prompts.memory_turn.render(
-            problem=self.problem_ids, recalled=self.recalled_ids, memory=self.memory, section=chunk
+        return self.prompts.memory_prompt(
+            problem=self.problem, recalled=self.recalled, memory=self.memory, section=self.prompts.chunk(chunk)
         )
 
-    def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]:
-        response = decode(self.tokenizer, memory)
+    def after_memory_turn(self, step: int, memory: Any, completion: Completion) -> dict[str, object]:
+        response = self.prompts.to_text(memory)
         parsed = parse_response(response)
         if self.memory_rule is MemoryRule.UPDATE:
             memory_text, update_text = parsed.memory_text, parsed.memory_text
@@ -162,12 +153,12 @@ class ReMemR1Planner:
             "update_blocks": len(parsed.updates),
             "recall_blocks": len(parsed.recalls),
         }
-        self.recalled_ids = encode(self.tokenizer, recalled) if recalled else self.prompts.no_recall
+        self.recalled = self.prompts.from_text(recalled) if recalled else self.prompts.no_recall
         self.memory_text = memory_text
-        self.memory = encode(self.tokenizer, memory_text)
+        self.memory = self.prompts.from_text(memory_text)
         if memory_text and memory_text not in self.history:
             self.history.append(memory_text)
         return extras
 
     def final_prompt(self) -> np.ndarray:
-        return self.prompts.final_turn.render(problem=self.problem_ids, recalled=self.recalled_ids, memory=self.memory)
+        return self.prompts.final_prompt(problem=self.problem, recalled=self.recalled, memory=self.memory)

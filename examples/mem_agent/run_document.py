@@ -5,7 +5,8 @@
 
 Works against any server speaking one of the three protocols (default `openai`: any
 `vllm serve` answers `/v1/completions`). Prints the memory after each chunk as it is written,
-then the final answer and what is inside its \\boxed{}. `--json` keeps the whole trajectory.
+then the final answer and what is inside its \\boxed{}. `--json` keeps the whole trajectory and
+which prompt templates produced it.
 Chunking and token limits come from the `MEM_*` settings; the flags below override them.
 """
 
@@ -126,7 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.quiet:
         print(f"== boxed == {extract_boxed(trajectory.answer)}")
     if args.json is not None:
-        write_text_atomic(args.json, json.dumps(trajectory_to_json(trajectory, agent.tokenizer), indent=2) + "\n")
+        document = {**trajectory_to_json(trajectory, agent.tokenizer), "prompts": agent.prompt_facts}
+        write_text_atomic(args.json, json.dumps(document, indent=2) + "\n")
     return 0 if trajectory.status.value == "completed" else 1
 
 

@@ -8,7 +8,9 @@ The loop (MemAgent): memory starts as a fixed "no notes yet" text; each chunk is
 chat of problem + memory + chunk, and the whole response becomes the new memory (a response cut
 by max_tokens is still used, and its turn is marked truncated); the final chat sees problem +
 memory only and answers inside \\boxed{}. A mode (`MEM_MODE`) plugs in through `TurnPlanner`:
-`MemAgentPlanner` here, `ReMemR1Planner` (recall of an earlier memory) in rememr1.py.
+`MemAgentPlanner` here, `ReMemR1Planner` (recall of an earlier memory) in rememr1.py. The prompts
+(our built-in wording, or a template file's, spliced as ids or assembled as text) and the rule that
+turns a response into the next memory come from prompt_sets.py.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from mem_agent.chunking import ChunkPlan, plan_chunks
 from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.prompts import MemAgentPrompts
+from mem_agent.prompt_sets import PromptSet, build_prompt_set
 from mem_agent.records import (
     Completion,
     FinishReason,
@@ -33,8 +35,8 @@ from mem_agent.records import (
     Turn,
     TurnKind,
 )
-from mem_agent.rememr1 import ReMemR1Planner, ReMemR1Prompts
-from mem_agent.tokenizer import TOKEN_DTYPE, decode, encode
+from mem_agent.rememr1 import ReMemR1Planner
+from mem_agent.tokenizer import TOKEN_DTYPE, encode
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -56,78 +58,44 @@ class Generate(Protocol):
 
 
 class TurnPlanner(Protocol):
-    """What a mode decides: each prompt, and how a memory turn's response changes its state."""
+    """What a mode decides: each prompt, and how a memory turn's response changes its state.
+
+    Prompts come from a `PromptSet` (prompt_sets.py); the memory a planner carries is a slot of
+    that set (ids or text), and `memory_ids` is its ids for the turn records.
+    """
 
     def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray: ...
 
-    def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]: ...
+    def after_memory_turn(self, step: int, memory: Any, completion: Completion) -> dict[str, object]: ...
 
     def final_prompt(self) -> np.ndarray: ...
 
     @property
-    def memory(self) -> np.ndarray: ...
+    def memory_ids(self) -> np.ndarray: ...
 
 
 @dataclass
 class MemAgentPlanner:
-    prompts: MemAgentPrompts
-    problem_ids: np.ndarray
-    memory: np.ndarray = field(init=False)
+    prompts: PromptSet
+    problem: Any
+    memory: Any = field(init=False)
 
     def __post_init__(self) -> None:
         self.memory = self.prompts.no_memory
 
-    def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray:
-        return self.prompts.memory_turn.render(problem=self.problem_ids, memory=self.memory, section=chunk)
+    @property
+    def memory_ids(self) -> np.ndarray:
+        return self.prompts.to_ids(self.memory)
 
-    def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]:
+    def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray:
+        return self.prompts.memory_prompt(problem=self.problem, memory=self.memory, section=self.prompts.chunk(chunk))
+
+    def after_memory_turn(self, step: int, memory: Any, completion: Completion) -> dict[str, object]:
         self.memory = memory
         return {}
 
     def final_prompt(self) -> np.ndarray:
-        return self.prompts.final_turn.render(problem=self.problem_ids, memory=self.memory)
-
-
-class ResponseCleaner:
-    """Turns a response into memory ids or answer text without re-tokenising anything."""
-
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, thinking: bool) -> None:
-        self._tokenizer = tokenizer
-        self._thinking = thinking
-        self._special_ids = frozenset(int(i) for i in tokenizer.all_special_ids)
-        think_end = tokenizer.convert_tokens_to_ids("</think>")
-        self._think_end = think_end if isinstance(think_end, int) and think_end != tokenizer.unk_token_id else None
-        self._blank_ids: dict[int, bool] = {}
-
-    def visible_ids(self, response_ids: np.ndarray) -> np.ndarray:
-        """The response less trailing special tokens (EOS) and, with thinking on, its <think> part.
-
-        With thinking on, a response cut before `</think>` has no visible part: the memory
-        becomes empty, which is the honest outcome of a turn that never wrote its notes.
-        """
-        ids = response_ids
-        end = int(ids.shape[0])
-        while end and int(ids[end - 1]) in self._special_ids:
-            end -= 1
-        ids = ids[:end]
-        if not self._thinking or self._think_end is None:
-            return ids
-        closing = np.flatnonzero(ids == self._think_end)
-        if closing.size == 0:
-            return ids[:0]
-        ids = ids[int(closing[-1]) + 1 :]
-        start = 0
-        while start < ids.shape[0] and self._is_blank(int(ids[start])):
-            start += 1
-        return ids[start:]
-
-    def text(self, response_ids: np.ndarray) -> str:
-        return decode(self._tokenizer, self.visible_ids(response_ids))
-
-    def _is_blank(self, token_id: int) -> bool:
-        if token_id not in self._blank_ids:
-            self._blank_ids[token_id] = self._tokenizer.decode([token_id]).strip() == ""
-        return self._blank_ids[token_id]
+        return self.prompts.final_prompt(problem=self.problem, memory=self.memory)
 
 
 class MemoryAgent:
@@ -136,24 +104,30 @@ class MemoryAgent:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, config: MemAgentConfig) -> None:
         self.tokenizer = tokenizer
         self.config = config
-        self.prompts: MemAgentPrompts | ReMemR1Prompts
-        if config.mode is AgentMode.REMEMR1:
-            self.prompts = ReMemR1Prompts.build(tokenizer, thinking=config.thinking)
-        else:
-            self.prompts = MemAgentPrompts.build(tokenizer, thinking=config.thinking)
-        self.cleaner = ResponseCleaner(tokenizer, config.thinking)
+        self.prompts, self.prompt_facts = build_prompt_set(tokenizer, config)
 
     async def tokenize(self, text: str) -> np.ndarray:
         if len(text) > _THREAD_TOKENIZE_CHARS:
             return await asyncio.to_thread(encode, self.tokenizer, text)
         return encode(self.tokenizer, text)
 
-    def new_planner(self, problem_ids: np.ndarray) -> TurnPlanner:
-        if isinstance(self.prompts, ReMemR1Prompts):
+    async def tokenize_context(self, document: str) -> np.ndarray:
+        """A document's ids as the prompts' client would cut them (the text client strips it first)."""
+        return await self.tokenize(self.prompts.context_text(document))
+
+    def new_planner(self, question: str) -> TurnPlanner:
+        problem = self.prompts.problem(question)
+        if self.config.mode is AgentMode.REMEMR1:
             return ReMemR1Planner(
-                self.prompts, problem_ids, self.tokenizer, self.config.retriever, self.config.rememr1_memory
+                self.prompts, problem, self.tokenizer, self.config.retriever, self.config.rememr1_memory
             )
-        return MemAgentPlanner(self.prompts, problem_ids)
+        return MemAgentPlanner(self.prompts, problem)
+
+    async def _build(self, build: Callable[..., np.ndarray], *args: Any) -> np.ndarray:
+        """A text prompt (decode, chat template, encode of ~chunk size) is built off the event loop."""
+        if self.prompts.tokenizes_each_turn:
+            return await asyncio.to_thread(build, *args)
+        return build(*args)
 
     async def run(
         self,
@@ -169,8 +143,7 @@ class MemoryAgent:
         Evaluation passes `keep_prompt_ids=False`: prompts of a 900K-token document add up to as
         much memory as the document itself, and only training needs them after the request.
         """
-        problem_ids = await self.tokenize(problem)
-        context_ids = await self.tokenize(context) if isinstance(context, str) else context
+        context_ids = await self.tokenize_context(context) if isinstance(context, str) else context
         plan = plan_chunks(np.asarray(context_ids, dtype=TOKEN_DTYPE), self.config.chunk_tokens, self.config.max_chunks)
         trajectory = Trajectory(
             turns=[],
@@ -179,7 +152,7 @@ class MemoryAgent:
             dropped_tokens=plan.dropped_tokens,
             num_chunks=plan.num_chunks,
         )
-        planner = self.new_planner(problem_ids)
+        planner = self.new_planner(problem)
         try:
             await self._run_turns(plan, planner, generate, sampling, _Recorder(trajectory, on_turn, keep_prompt_ids))
         except GenerationError as error:
@@ -197,22 +170,21 @@ class MemoryAgent:
     ) -> None:
         trajectory = recorder.trajectory
         for step in range(plan.num_chunks):
-            prompt = planner.memory_prompt(step, plan.chunk(step))
+            prompt = await self._build(planner.memory_prompt, step, plan.chunk(step))
             remaining = plan.num_chunks - step + 1
             completion = await generate(prompt, self.config.max_memory_tokens, sampling, priority=remaining)
-            memory = self.cleaner.visible_ids(completion.token_ids)
-            extras = planner.after_memory_turn(step, memory, completion)
-            recorder.add(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory, extras))
+            extras = planner.after_memory_turn(step, self.prompts.memory(completion.token_ids), completion)
+            recorder.add(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory_ids, extras))
             if completion.finish_reason is FinishReason.ABORT:
                 trajectory.status = TrajectoryStatus.ABORTED
                 return
-        prompt = planner.final_prompt()
+        prompt = await self._build(planner.final_prompt)
         completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
-        recorder.add(Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory))
+        recorder.add(Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory_ids))
         if completion.finish_reason is FinishReason.ABORT:
             trajectory.status = TrajectoryStatus.ABORTED
             return
-        trajectory.answer = self.cleaner.text(completion.token_ids)
+        trajectory.answer = self.prompts.answer(completion.token_ids)
 
 
 @dataclass
