@@ -60,7 +60,6 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
     Setting("MEM_THINKING", "thinking", False, "0|1", "Qwen3 thinking; its `<think>` text never enters memory."),
-    Setting("MEM_ADV_STD_NORM", "adv_std_norm", False, "0|1", "Divide GRPO advantages by the group std."),
     Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
     Setting("MEM_RETRIEVER", "retriever", RetrieverKind.RECALL, "recall|tfidf|bm25", "ReMemR1 recall scorer."),
     Setting("MEM_REQUEST_TIMEOUT", "request_timeout_s", 600.0, "positive float", "Seconds per request."),
@@ -84,7 +83,6 @@ class MemAgentConfig:
     max_chunks: int = 0
     mode: AgentMode = AgentMode.MEMAGENT
     thinking: bool = False
-    adv_std_norm: bool = False
     rememr1_alpha: float = 0.8
     retriever: RetrieverKind = RetrieverKind.RECALL
     request_timeout_s: float = 600.0
