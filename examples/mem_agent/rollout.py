@@ -27,36 +27,30 @@ re-queue them, is refused). A trajectory whose request failed for good (Generati
 FAILED with the reason in `metadata["error"]` and treated like an aborted one: a half
 trajectory is never trained as if complete.
 
-Abort: `generate.abort_mode = "request"`. A host that reads the attribute (current vime, and
-slime after v0.3.2) then ends a rollout by cancelling this coroutine: the cancellation closes our
-in-flight HTTP request (the engine drops it) and no later turn is sent, while other users of the
-engines are left alone. Without it the host aborts every request on every engine and waits until
-they are idle, and a trajectory that was between two turns at that moment would send its next
-turn afterwards and run to the end. A host that does not read the attribute aborts server-wide;
-each trajectory then ends ABORTED at its next turn, as above.
+Abort: `generate.abort_mode = "request"`. A host that reads the attribute (current vime) ends a
+rollout by cancelling this coroutine: the cancellation closes our in-flight HTTP request (the
+engine drops it) and no later turn is sent, while other requests on the engines are left alone.
+A host that does not read it (slime HEAD 624b824) aborts every request on every engine instead;
+each trajectory then ends ABORTED at its next turn, and one that was between two turns at that
+moment may send its next turn after the sweep.
 
-Token limits are MEM_MAX_MEMORY and MEM_MAX_FINAL, not the host's --rollout-max-response-len (its
-`max_new_tokens`): a memory turn and the final turn have different budgets. Sampling
-(temperature, top_p, top_k, seed / sampling_seed) is the host's. The router is
-`args.vllm_router_ip/port` (vime, protocol `vllm`) or `args.sglang_router_ip/port` (slime,
-protocol `sglang`); MEM_PROTOCOL overrides the choice.
+Token limits are MEM_MAX_MEMORY and MEM_MAX_FINAL, not the host's --rollout-max-response-len;
+sampling and the router come from the host's args (`host_client`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import logging
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.config import AgentMode, MemAgentConfig, ProtocolChoice
+from mem_agent.config import AgentMode, MemAgentConfig
+from mem_agent.host_client import client_for, close_clients, forget_clients, router_address, sampling_from_host
 from mem_agent.host_flags import HostConfigError, check_host_args
-from mem_agent.records import SamplingParams, Trajectory, TrajectoryStatus, Turn
+from mem_agent.records import Trajectory, TrajectoryStatus, Turn
 from mem_agent.reward_fields import reward_record
-from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.scoring import AnswerScores, score_answer
 from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
@@ -67,18 +61,18 @@ __all__ = [
     "META",
     "HostConfigError",
     "check_host_args",
+    "client_for",
+    "close_clients",
     "generate",
     "reset_caches",
     "reward",
     "reward_post_process",
+    "router_address",
+    "sampling_from_host",
     "settings",
 ]
 
 logger = logging.getLogger(__name__)
-
-_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSettings, RolloutClient]] = (
-    weakref.WeakKeyDictionary()
-)
 
 
 @functools.cache
@@ -92,68 +86,11 @@ def _agent(hf_checkpoint: str, config: MemAgentConfig) -> MemoryAgent:
     return MemoryAgent(load_tokenizer(hf_checkpoint), config)
 
 
-async def close_clients() -> None:
-    """Close this event loop's HTTP sessions (for a loop that is about to end, such as a test's)."""
-    for client in _CLIENTS.pop(asyncio.get_running_loop(), {}).values():
-        await client.close()
-
-
 def reset_caches() -> None:
     """Forget settings, agents and clients (tests change MEM_* between cases)."""
     settings.cache_clear()
     _agent.cache_clear()
-    _CLIENTS.clear()
-
-
-def router_address(args: Any, config: MemAgentConfig) -> tuple[str, ApiProtocol]:
-    """The router's base URL and wire protocol for this host trainer."""
-    if getattr(args, "vllm_router_ip", None):
-        host, port, native = args.vllm_router_ip, args.vllm_router_port, ApiProtocol.VLLM
-    elif getattr(args, "sglang_router_ip", None):
-        host, port, native = args.sglang_router_ip, args.sglang_router_port, ApiProtocol.SGLANG
-    else:
-        raise HostConfigError("args has neither vllm_router_ip (vime) nor sglang_router_ip (slime): no router to call")
-    protocol = native if config.protocol is ProtocolChoice.AUTO else ApiProtocol(config.protocol.value)
-    host = f"[{host}]" if ":" in str(host) and not str(host).startswith("[") else host  # a bare IPv6 address
-    return f"http://{host}:{port}", protocol
-
-
-def _request_limit(args: Any) -> int:
-    """The host never has more requests in flight than its own rollout semaphore allows."""
-    per_engine = getattr(args, "vllm_server_concurrency", None) or getattr(args, "sglang_server_concurrency", None)
-    gpus, per_engine_gpus = getattr(args, "rollout_num_gpus", None), getattr(args, "rollout_num_gpus_per_engine", None)
-    if per_engine and gpus and per_engine_gpus:
-        return max(1, int(per_engine) * max(1, int(gpus) // int(per_engine_gpus)))
-    return 512
-
-
-def client_for(args: Any, config: MemAgentConfig) -> RolloutClient:
-    """One client (one HTTP session) per event loop and router, reused by every call."""
-    base_url, protocol = router_address(args, config)
-    key = ClientSettings(
-        base_url,
-        protocol=protocol,
-        max_concurrency=_request_limit(args),
-        connect_timeout_s=config.connect_timeout_s,
-        request_timeout_s=config.request_timeout_s,
-        max_retries=config.max_retries,
-    )
-    per_loop = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
-    if key not in per_loop:
-        per_loop[key] = RolloutClient(key)
-    return per_loop[key]
-
-
-def sampling_from_host(params: dict[str, Any]) -> SamplingParams:
-    """The host's sampling for every turn; its max_new_tokens is deliberately not used (see above)."""
-    seed = params.get("seed", params.get("sampling_seed"))  # vime and slime spell it differently
-    top_k = params.get("top_k")
-    return SamplingParams(
-        temperature=float(params.get("temperature", 1.0)),
-        top_p=float(params.get("top_p", 1.0)),
-        top_k=int(top_k) if top_k is not None else -1,
-        seed=int(seed) if seed is not None else None,
-    )
+    forget_clients()
 
 
 def ground_truths(sample: Any) -> list[str]:
