@@ -264,3 +264,21 @@ def test_the_convert_refuses_training_flags_too_when_the_host_skipped_generate()
     args = bench_args("http://127.0.0.1:9", use_dynamic_global_batch_size=True)
     with pytest.raises(rollout.HostConfigError, match="--use-dynamic-global-batch-size"):
         convert_samples_to_train_data(args, flatten_rollout([[_trajectory(0, 0, 1.0, 2)]]))
+
+
+@pytest.mark.parametrize("balance_data", [False, True])
+def test_num_steps_per_rollout_and_balance_data_act_on_whole_trajectories(tokenizer, rows, balance_data):
+    """--num-steps-per-rollout 2: global batch = 2 x 4 / 2 = 4 trajectories; --balance-data moves micro-batches only."""
+    with small_agent(), scripted_engine(tokenizer, right_for_even_seeds(rows[:2])) as engine:
+        args = bench_args(engine.url, rollout_batch_size=2, num_steps_per_rollout=2, balance_data=balance_data)
+        result = step(args, rows[:2], dp_size=2)
+    assert args.global_batch_size == 4 and result.schedule.global_batch_sizes == [4, 4]
+    step_of_row = {}
+    for rank in result.ranks:
+        micro = iter(rank["micro_batch_indices"])
+        for number, count in enumerate(result.schedule.num_microbatches):
+            for _ in range(count):
+                step_of_row |= {rank["partition"][i]: number for i in next(micro)}
+    for rollout_id in set(result.data["rollout_ids"]):
+        rows_of = [i for i, rid in enumerate(result.data["rollout_ids"]) if rid == rollout_id]
+        assert len({step_of_row[i] for i in rows_of}) == 1, "a trajectory stays in one update"
