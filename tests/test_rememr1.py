@@ -11,7 +11,7 @@ from conftest import HOTPOT_SAMPLE, server_flags
 from test_rollout_hooks import run_step, trainer_rows
 
 from mem_agent import build_long_context, eval_ruler_hqa, rollout
-from mem_agent.config import MemAgentConfig, RetrieverKind
+from mem_agent.config import MemAgentConfig, MemoryRule, RetrieverKind
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.records import Completion, FinishReason, SamplingParams, TrajectoryStatus, TurnKind
 from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, ReMemR1Prompts, parse_response
@@ -65,9 +65,10 @@ def test_every_scorer_finds_the_memory_that_answers_the_query(kind):
 
 def test_word_recall_score_by_hand():
     # query words {who, founded, corvane}: memory 0 holds founded + corvane -> 2/3; others 0
-    from mem_agent.retrieval import RecallScorer
+    from mem_agent.retrieval import RecallScorer, words
 
-    assert RecallScorer().scores("Who founded Corvane?", HISTORY) == [pytest.approx(2 / 3), 0.0, 0.0]
+    scores = RecallScorer().scores(words("Who founded Corvane?"), [words(memory) for memory in HISTORY])
+    assert scores == [pytest.approx(2 / 3), 0.0, 0.0]
 
 
 @pytest.mark.parametrize("kind", list(RetrieverKind))
@@ -93,7 +94,6 @@ def test_memory_turn_reward_by_hand():
         memory_after="Ada founded Corvane. Ada was born in Barlin City.",
         recalled="Barlin City notes",
         update_blocks=1,
-        recall_blocks=1,
     )
     # format 1; gained: coverage after ("barlin city" both present) 1.0 - before 0.0 = 1.0;
     # revisit: input lacks barlin/city (0.0), recalled+input has both (1.0) -> +1.0
@@ -101,7 +101,7 @@ def test_memory_turn_reward_by_hand():
 
 
 def test_a_badly_formed_turn_that_loses_facts_is_penalised():
-    facts = MemoryTurnFacts("input", "Barlin City", "nothing", None, update_blocks=0, recall_blocks=0)
+    facts = MemoryTurnFacts("input", "Barlin City", "nothing", None, update_blocks=0)
     assert memory_turn_reward(facts, ["Barlin City"]) == pytest.approx(-1.0)
 
 
@@ -126,7 +126,9 @@ def _completion(tokenizer, text: str) -> tuple[np.ndarray, Completion]:
 
 def test_a_recall_brings_back_an_earlier_memory_in_the_next_prompt_only(tokenizer):
     prompts = ReMemR1Prompts.build(tokenizer)
-    planner = ReMemR1Planner(prompts, encode(tokenizer, "Where was Ada born?"), tokenizer, RetrieverKind.RECALL)
+    planner = ReMemR1Planner(
+        prompts, encode(tokenizer, "Where was Ada born?"), tokenizer, RetrieverKind.RECALL, MemoryRule.UPDATE
+    )
     texts = [
         "<update>Ada Velmont founded Corvane. Ada was born in Barlin.</update>",
         "<update>Corvane makes glass.</update>",

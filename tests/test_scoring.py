@@ -10,8 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mem_agent.config import MemAgentConfig
 from mem_agent.scoring import (
+    OFFICIAL,
     STRICT_WINDOW_CHARS,
+    ReportingRules,
+    answer_region,
     exact_match,
     extract_boxed,
     normalize_answer,
@@ -21,7 +25,8 @@ from mem_agent.scoring import (
     token_f1,
 )
 
-NO_BRACES = st.text().filter(lambda s: "{" not in s and "}" not in s)
+FOLDED = ReportingRules(fold_unicode=True)
+GUARDED = ReportingRules(empty_guard=True)
 BOX_FREE = st.text().filter(lambda s: "{" not in s and "}" not in s and "\\" not in s)
 
 
@@ -36,8 +41,6 @@ BOX_FREE = st.text().filter(lambda s: "{" not in s and "}" not in s and "\\" not
         ("\\boxed{Paris}", "Paris"),
         ("first \\boxed{A} then \\boxed{B}", "B"),
         ("\\boxed{\\text{a}{b}}", "\\text{a}{b}"),
-        ("\\boxed {spaced}", "spaced"),
-        ("\\boxed\n{newline}", "newline"),
         ("\\boxed{}", ""),
         ("\\boxed{Zürich – 東京}", "Zürich – 東京"),
         ("} stray closer \\boxed{kept}", "kept"),
@@ -48,11 +51,12 @@ def test_extract_boxed_returns_the_content_of_the_last_complete_box(text, expect
     assert extract_boxed(text) == expected
 
 
-def test_an_unterminated_last_box_falls_back_to_the_earlier_complete_one():
-    """An answer cut off inside its box still yields the last box that did close."""
-    assert extract_boxed("\\boxed{closed} and then \\boxed{never clo") == "closed"
+def test_an_unterminated_last_box_is_no_answer_even_after_a_complete_one():
+    """As in MemAgent: an answer cut off inside its last box has no answer; an earlier box is not used."""
+    assert extract_boxed("\\boxed{closed} and then \\boxed{never clo") is None
     assert extract_boxed("\\boxed{never closed") is None
     assert extract_boxed("\\boxed{a{b}") is None, "the inner brace closes, the box does not"
+    assert extract_boxed("\\boxed{closed} then a stray \\boxedfoo") is None, "the last \\boxed is the box"
 
 
 def test_the_box_that_opens_last_wins_when_boxes_nest():
@@ -60,10 +64,28 @@ def test_the_box_that_opens_last_wins_when_boxes_nest():
     assert extract_boxed("\\boxed{a \\boxed{b}}") == "b"
 
 
-@pytest.mark.parametrize("text", ["\\boxed Paris", "\\fbox{Paris}", "boxed{Paris}", "\\boxedx{Paris}"])
-def test_only_the_braced_boxed_form_is_an_answer(text):
-    """Brace-less `\\boxed x`, `\\fbox` and look-alikes are not boxes."""
+@pytest.mark.parametrize(
+    "text", ["\\fbox{Paris}", "boxed{Paris}", "\\boxedx{Paris}", "\\boxed\n{Paris}", "\\boxed\t{Paris}", "\\boxed"]
+)
+def test_fbox_and_a_boxed_not_followed_by_a_brace_are_no_answer(text):
+    """MemAgent's reader accepts only `\\boxed{` (its reward scores the rest 0, its evaluator stops)."""
     assert extract_boxed(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\\boxed Paris", "Paris"),
+        ("so $\\boxed Paris$, I think", "Paris"),
+        ("\\boxed {Paris}", "{Paris}"),
+        ("\\boxed Paris and later \\boxed{Lyon}", "Paris and later \\boxed{Lyon}"),
+        ("\\boxed{Lyon} and later \\boxed Paris", "Paris"),
+        ("\\boxed ", ""),
+    ],
+)
+def test_a_boxed_followed_by_a_space_reads_up_to_the_next_dollar_wherever_it_is(text, expected):
+    """MemAgent's brace-less form: `\\boxed ` anywhere wins over braced boxes; the answer ends at `$`."""
+    assert extract_boxed(text) == expected
 
 
 def test_many_unterminated_boxes_are_handled_in_linear_time():
@@ -78,11 +100,41 @@ def test_many_unterminated_boxes_are_handled_in_linear_time():
 # --- strict training reward ---------------------------------------------------------------------
 
 
-def test_strict_reward_ignores_case_and_all_whitespace():
-    """Lower-casing and deleting every whitespace character (tabs, newlines, NBSP) is all it forgives."""
+def test_strict_reward_ignores_case_spaces_and_newlines_only():
+    """MemAgent deletes ASCII spaces and newlines; a tab or a no-break space makes the answer wrong."""
     assert strict_reward("so the answer is \\boxed{ New  York City }", ["new york city"]) == 1.0
-    assert strict_reward("\\boxed{NewYork\tCity\n}", ["New York City"]) == 1.0
-    assert strict_reward("\\boxed{New\u00a0York City}", ["newyorkcity"]) == 1.0
+    assert strict_reward("\\boxed{NewYork City\n}", ["New York\nCity"]) == 1.0
+    assert strict_reward("\\boxed{NewYork\tCity}", ["New York City"]) == 0.0
+    assert strict_reward("\\boxed{New\u00a0York City}", ["newyorkcity"]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("box", "truth", "reward"),
+    [
+        ("\\left(1\\right)", "(1)", 1.0),
+        ("90^\\circ", "90", 1.0),
+        ("\\dfrac{1}{2}", "\\frac{1}{2}", 1.0),
+        ("5\\%", "5", 1.0),
+        ("a .5", "a0.5", 1.0),
+        ("a .5", "a.5", 0.0),
+        ("Platform", "Plat form", 1.0),
+    ],
+)
+def test_strict_reward_applies_memagents_latex_rewrites_to_both_sides(box, truth, reward):
+    """MemAgent's reward reuses a LaTeX-answer normaliser; its rewrites are reproduced, quirks included."""
+    assert strict_reward(f"\\boxed{{{box}}}", [truth]) == reward
+
+
+def test_strict_reward_lower_cases_before_reading_the_box():
+    """The window is lower-cased first, so `\\BOXED{...}` counts for the reward (not for reporting)."""
+    assert strict_reward("\\BOXED{Paris}", ["paris"]) == 1.0
+    assert score_answer("\\BOXED{Paris}", ["paris"]).has_box is False
+
+
+def test_strict_reward_reads_memagents_brace_less_box():
+    """`\\boxed paris` is an answer; `\\boxed {paris}` reads as `{paris}` and so is wrong, as in MemAgent."""
+    assert strict_reward("\\boxed Paris", ["Paris"]) == 1.0
+    assert strict_reward("\\boxed {Paris}", ["Paris"]) == 0.0
 
 
 def test_strict_reward_counts_punctuation_and_articles():
@@ -128,13 +180,13 @@ def test_a_box_that_starts_exactly_at_the_window_start_counts():
     assert strict_reward(text + "x", ["Paris"]) == 0.0
 
 
-def test_an_unterminated_last_box_earns_no_strict_reward_but_is_reported():
-    """As in MemAgent, an answer cut off inside its last box earns 0.0 even with an earlier right box;
-    reporting reads the earlier complete box."""
+def test_an_unterminated_last_box_scores_zero_everywhere():
+    """As in MemAgent, an answer cut off inside its last box earns nothing, even with an earlier right box."""
     cut_off = "\\boxed{Paris} hmm, or rather \\boxed{Par"
     assert strict_reward(cut_off, ["Paris"]) == 0.0
     scores = score_answer(cut_off, ["Paris"])
-    assert (scores.strict, scores.em, scores.extracted) == (0.0, 1.0, "Paris")
+    assert (scores.strict, scores.em, scores.sub_em, scores.f1) == (0.0, 0.0, 0.0, 0.0)
+    assert scores.extracted is None and not scores.has_box
 
 
 def test_strict_reward_without_a_box_or_ground_truths_is_zero():
@@ -163,10 +215,29 @@ def test_a_bare_string_ground_truth_is_one_answer_not_characters():
         ("1,000", "1000"),
         ("Eiffel-Tower", "eiffeltower"),
         ("$5 + tax", "5 tax"),
+        ("the_end", "theend"),
+        ("An\u00a0apple", "apple"),
     ],
 )
 def test_normalisation_drops_case_punctuation_articles_and_extra_spaces(text, expected):
-    """SQuAD/HotpotQA rules: punctuation is deleted (not spaced) and only whole-word articles go."""
+    """HotpotQA rules: ASCII punctuation is deleted (not spaced) and only whole-word articles go."""
+    assert normalize_answer(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("“Quoted” — dash", "“quoted” — dash"),
+        ("‘single’ «guillemets»", "‘single’ «guillemets»"),
+        ("東京。", "東京。"),
+        ("ＰＡＲＩＳ", "ｐａｒｉｓ"),
+        ("a\u0301 b", "\u0301 b"),
+        ("x\u200by", "x\u200by"),
+    ],
+)
+def test_official_normalisation_keeps_every_non_ascii_character(text, expected):
+    """The official evaluator deletes only ASCII punctuation: curly quotes, dashes, CJK full stops,
+    full-width letters and zero-width spaces stay; a decomposed accent splits an article off its mark."""
     assert normalize_answer(text) == expected
 
 
@@ -181,17 +252,28 @@ def test_normalisation_drops_case_punctuation_articles_and_extra_spaces(text, ex
         ("ＰＡＲＩＳ", "paris"),
     ],
 )
-def test_unicode_punctuation_is_punctuation_and_letters_are_kept(text, expected):
-    """Curly quotes, dashes and CJK punctuation go like ASCII punctuation; accents and CJK stay."""
-    assert normalize_answer(text) == expected
+def test_with_unicode_folding_unicode_punctuation_is_punctuation_and_letters_are_kept(text, expected):
+    """MEM_FOLD_UNICODE: curly quotes, dashes and CJK punctuation go like ASCII punctuation."""
+    assert normalize_answer(text, FOLDED) == expected
 
 
-def test_composed_and_decomposed_accents_compare_equal():
-    """NFKC first, so the same word typed two ways is the same answer."""
+def test_composed_and_decomposed_accents_compare_equal_only_with_unicode_folding():
+    """NFKC first when folding, so the same word typed two ways is the same answer; officially it is not."""
     composed, decomposed = "Zürich", unicodedata.normalize("NFD", "Zürich")
     assert composed != decomposed
-    assert exact_match(composed, decomposed) == 1.0
-    assert exact_match("Zürich", "Zurich") == 0.0, "accents are not stripped"
+    assert exact_match(composed, decomposed, FOLDED) == 1.0
+    assert exact_match(composed, decomposed) == 0.0
+    assert exact_match("Zürich", "Zurich", FOLDED) == 0.0, "accents are not stripped"
+
+
+def test_curly_quotes_cost_the_exact_match_officially_and_not_when_folding():
+    """The issue's example: official EM 0, folded EM 1; sub_em finds the gold inside either way."""
+    scores = score_answer("\\boxed{“Canary Islands, Spain”}", ["Canary Islands, Spain"])
+    assert (scores.em, scores.sub_em) == (0.0, 1.0)
+    # tokens [“canary, islands, spain”] vs [canary, islands, spain]: overlap 1, P = R = 1/3
+    assert scores.f1 == pytest.approx(1 / 3)
+    folded = score_answer("\\boxed{“Canary Islands, Spain”}", ["Canary Islands, Spain"], rules=FOLDED)
+    assert (folded.em, folded.sub_em, folded.f1) == (1.0, 1.0, 1.0)
 
 
 # --- reporting metrics ----------------------------------------------------------------------------
@@ -200,7 +282,7 @@ def test_composed_and_decomposed_accents_compare_equal():
 def test_exact_match_after_normalisation():
     """EM compares normalised strings for equality."""
     assert exact_match("The Beatles", "beatles") == 1.0
-    assert exact_match("“Beatles”!", "beatles") == 1.0
+    assert exact_match('"Beatles"!', "beatles") == 1.0
     assert exact_match("Beatles band", "beatles") == 0.0
 
 
@@ -216,13 +298,30 @@ def test_substring_match_is_by_character_as_in_memagent():
     assert substring_exact_match("art", "Stuttgart") == 1.0
 
 
-def test_an_empty_prediction_is_not_contained_in_every_answer():
-    """A prediction that normalises to nothing matches only an answer that normalises to nothing."""
-    assert substring_exact_match("", "Paris") == 0.0
-    assert substring_exact_match("the", "Paris") == 0.0
-    assert substring_exact_match("?!", "Paris") == 0.0
-    assert substring_exact_match("Paris", "") == 0.0
-    assert substring_exact_match("", "the") == 1.0 == exact_match("", "the")
+def test_an_answer_that_normalises_to_nothing_is_inside_every_answer_as_in_memagent():
+    """MemAgent's sub_em: the empty string is a sub-string of everything."""
+    assert substring_exact_match("the", "Paris") == 1.0
+    assert substring_exact_match("?!", "Paris") == 1.0
+    assert substring_exact_match("Paris", "") == 1.0
+    assert score_answer("\\boxed{the}", ["Paris"]).sub_em == 1.0
+    assert score_answer("\\boxed{}", ["Paris"]).sub_em == 0.0, "an empty box is no prediction at all"
+
+
+def test_with_the_empty_guard_an_empty_answer_matches_only_an_empty_one():
+    """MEM_SUB_EM_GUARD: a prediction such as "the" or "?" no longer matches every answer."""
+    assert substring_exact_match("", "Paris", GUARDED) == 0.0
+    assert substring_exact_match("the", "Paris", GUARDED) == 0.0
+    assert substring_exact_match("?!", "Paris", GUARDED) == 0.0
+    assert substring_exact_match("Paris", "", GUARDED) == 0.0
+    assert substring_exact_match("", "the", GUARDED) == 1.0 == exact_match("", "the")
+    assert score_answer("\\boxed{the}", ["Paris"], rules=GUARDED).sub_em == 0.0
+
+
+def test_two_answers_that_normalise_to_nothing_are_an_exact_match_with_zero_f1():
+    """The official evaluator: EM compares strings (equal), F1 counts tokens (none overlap)."""
+    assert exact_match("the", "?") == 1.0
+    assert token_f1("the", "?") == 0.0
+    assert token_f1("", "") == 0.0
 
 
 def test_token_f1_by_hand():
@@ -307,17 +406,20 @@ def test_answer_scores_are_immutable():
 # --- properties -----------------------------------------------------------------------------------
 
 
+RULES = st.builds(ReportingRules, st.booleans(), st.booleans())
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text(), st.lists(st.text(), max_size=3), st.sampled_from(["first", "max"]))
-def test_scores_never_raise_and_stay_in_range_on_any_unicode(text, golds, reporting):
+@given(st.text(), st.lists(st.text(), max_size=3), st.sampled_from(["first", "max"]), RULES)
+def test_scores_never_raise_and_stay_in_range_on_any_unicode(text, golds, reporting, rules):
     """Any text and any ground truths give scores in [0, 1]; a reward never raises."""
-    scores = score_answer(text, golds, reporting=reporting)
+    scores = score_answer(text, golds, reporting=reporting, rules=rules)
     for value in (scores.em, scores.sub_em, scores.f1, scores.strict):
         assert 0.0 <= value <= 1.0
     assert scores.has_box == (scores.extracted is not None)
     for gold in golds:
         for metric in (exact_match, substring_exact_match, token_f1):
-            assert 0.0 <= metric(text, gold) <= 1.0
+            assert 0.0 <= metric(text, gold, rules) <= 1.0
 
 
 @settings(max_examples=300, deadline=None)
@@ -329,36 +431,68 @@ def test_scores_never_raise_and_stay_in_range_on_any_unicode(text, golds, report
 def test_a_boxed_ground_truth_always_earns_the_strict_reward(gold):
     """Whatever the ground truth (without braces or backslashes), boxing it verbatim is correct."""
     assert strict_reward(f"answer: \\boxed{{{gold}}}", [gold]) == 1.0
-    assert strict_reward(f"\\boxed{{ {gold} }}", ["other", gold]) == 1.0
+    assert strict_reward(f"\\boxed{{{gold}}}", ["other", gold]) == 1.0
 
 
 @settings(max_examples=300, deadline=None)
-@given(BOX_FREE, NO_BRACES, BOX_FREE)
+@given(BOX_FREE, BOX_FREE, BOX_FREE)
 def test_extract_boxed_recovers_the_boxed_text_among_any_other_text(prefix, content, suffix):
-    """A single box in brace-free text is found and returned exactly."""
+    """A single box in brace- and backslash-free text is found and returned exactly."""
     assert extract_boxed(f"{prefix}\\boxed{{{content}}}{suffix}") == content
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text())
-def test_exact_match_is_reflexive_when_something_survives_normalisation(text):
+@given(st.text(), RULES)
+def test_exact_match_is_reflexive_when_something_survives_normalisation(text, rules):
     """A non-empty normalised answer matches itself under every reporting metric."""
-    if normalize_answer(text):
-        assert exact_match(text, text) == substring_exact_match(text, text) == token_f1(text, text) == 1.0
+    if normalize_answer(text, rules):
+        assert exact_match(text, text, rules) == substring_exact_match(text, text, rules) == 1.0
+        assert token_f1(text, text, rules) == 1.0
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(), st.text())
-def test_em_never_exceeds_sub_em_or_f1(prediction, gold):
-    """An exact match is also a sub-string match and a perfect F1: the metrics are nested."""
-    em = exact_match(prediction, gold)
-    assert em <= substring_exact_match(prediction, gold)
-    assert em <= token_f1(prediction, gold)
+@given(st.text(), st.text(), RULES)
+def test_em_never_exceeds_sub_em_nor_f1_unless_both_normalise_to_nothing(prediction, gold, rules):
+    """An exact match is also a sub-string match, and a perfect F1 when it has a token."""
+    em = exact_match(prediction, gold, rules)
+    assert em <= substring_exact_match(prediction, gold, rules)
+    if normalize_answer(gold, rules):
+        assert em <= token_f1(prediction, gold, rules)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text())
-def test_normalisation_is_idempotent(text):
+@given(st.text(), RULES)
+def test_normalisation_is_idempotent(text, rules):
     """Normalising twice changes nothing, so pre-normalised answers score the same."""
-    once = normalize_answer(text)
-    assert normalize_answer(once) == once
+    once = normalize_answer(text, rules)
+    assert normalize_answer(once, rules) == once
+
+
+# --- where the answer is read, and the settings -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "region"),
+    [
+        ("  \\boxed{Paris}  ", "\\boxed{Paris}"),
+        ("<think>\\boxed{Lyon}</think>\n\n\\boxed{Paris}", "\\boxed{Paris}"),
+        ("<think>a</think> b </think> \\boxed{Paris} ", "\\boxed{Paris}"),
+        ("<think>\\boxed{Lyon}</think>  \n", "<think>\\boxed{Lyon}</think>"),
+        ("no think tags", "no think tags"),
+    ],
+)
+def test_the_box_is_read_after_the_last_think_end_or_from_everything_when_nothing_follows(response, region):
+    """MemAgent's evaluator: the text after `</think>`, or the whole answer when that is empty."""
+    assert answer_region(response) == region
+
+
+def test_thinking_text_is_not_read_when_an_answer_follows_it():
+    scores = score_answer("<think>maybe \\boxed{Lyon}</think>\n\\boxed{Paris}", ["Paris"])
+    assert (scores.extracted, scores.em) == ("Paris", 1.0)
+
+
+def test_reporting_rules_come_from_the_mem_settings_and_default_to_the_references():
+    """MEM_FOLD_UNICODE and MEM_SUB_EM_GUARD reach the scorer through one constructor."""
+    assert ReportingRules.of(MemAgentConfig()) == OFFICIAL == ReportingRules()
+    config = MemAgentConfig.from_env({"MEM_FOLD_UNICODE": "1", "MEM_SUB_EM_GUARD": "1"})
+    assert ReportingRules.of(config) == ReportingRules(fold_unicode=True, empty_guard=True)

@@ -169,7 +169,8 @@ def test_rememr1_state_rewards_mix_in_per_turn_only_in_rememr1_mode(monkeypatch)
     monkeypatch.setenv("MEM_REMEMR1_ALPHA", "0.5")
     rollout.reset_caches()
     _, mixed = rollout.reward_post_process(ARGS, samples)
-    assert mixed == pytest.approx([0.5 * 0.5 + 0.5 * -0.2, 0.5 * 0.5, 0.5 * -0.5 + 0.5 * 0.2, 0.5 * -0.5])
+    # state rewards doubled before centring (MEM_REMEMR1_STATE_SCALE=2, the released code's weight)
+    assert mixed == pytest.approx([0.5 * 0.5 + 0.5 * -0.4, 0.5 * 0.5, 0.5 * -0.5 + 0.5 * 0.4, 0.5 * -0.5])
 
 
 def test_samples_without_a_rollout_id_are_one_trajectory_each_under_a_fresh_id():

@@ -21,7 +21,10 @@ much as one with 2. Then the value is broadcast to each of its turns.
 - The ReMemR1 seam: a turn may also carry a state reward. Then
   A_turn = alpha * A_outcome + (1 - alpha) * A_state, with state rewards centred among the valid
   turns of the same prompt and step. Turns without a state reward keep A_outcome, so alpha = 1 or
-  no state rewards at all is MemAgent exactly.
+  no state rewards at all is MemAgent exactly. `state_scale` multiplies the state rewards before
+  centring: the released ReMemR1 code sums each turn's state reward over two tiled columns, so its
+  state advantage is twice the centred reward (MEM_REMEMR1_STATE_SCALE, default 2; with std
+  normalisation the scale cancels, up to the epsilon).
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ def turn_advantages(
     *,
     alpha: float = 1.0,
     std_normalize: bool = False,
+    state_scale: float = 1.0,
     center: bool = True,
 ) -> TurnAdvantages:
     """Outcome advantages per trajectory, mixed with state advantages per turn where given."""
@@ -121,7 +125,7 @@ def turn_advantages(
     by_turn: dict[tuple[Hashable, int], float] = {}
     if alpha < 1.0:
         for members in by_slot.values():
-            states = centred([m.reward for m in members], std_normalize, center)
+            states = centred([state_scale * m.reward for m in members], std_normalize, center)
             for member, state in zip(members, states, strict=True):
                 by_turn[(member.rollout, member.step)] = alpha * by_rollout[member.rollout] + (1.0 - alpha) * state
     return TurnAdvantages(by_rollout, by_turn)

@@ -31,6 +31,20 @@ class RetrieverKind(StrEnum):
     BM25 = "bm25"
 
 
+class MemoryRule(StrEnum):
+    """What a ReMemR1 memory turn leaves as the memory."""
+
+    RESPONSE = "response"  # the response less its recall blocks (the released code)
+    UPDATE = "update"  # the text of its last update block
+
+
+class CoverageRule(StrEnum):
+    """How a ReMemR1 state reward finds a ground truth's words in a text."""
+
+    SUBSTRING = "substring"  # its whitespace-split words, case-sensitive, as sub-strings (the released code)
+    WORDS = "words"  # lower-cased whole words (`\w+` runs)
+
+
 class ProtocolChoice(StrEnum):
     AUTO = "auto"
     VLLM = "vllm"
@@ -61,7 +75,48 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
     Setting("MEM_THINKING", "thinking", False, "0|1", "Qwen3 thinking; its `<think>` text never enters memory."),
     Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
-    Setting("MEM_RETRIEVER", "retriever", RetrieverKind.RECALL, "recall|tfidf|bm25", "ReMemR1 recall scorer."),
+    Setting(
+        "MEM_REMEMR1_STATE_SCALE",
+        "rememr1_state_scale",
+        2.0,
+        "positive float",
+        "ReMemR1 state rewards are multiplied by this before centring; 2 = the released code's.",
+    ),
+    Setting(
+        "MEM_RETRIEVER",
+        "retriever",
+        RetrieverKind.TFIDF,
+        "recall|tfidf|bm25",
+        "ReMemR1 recall scorer; tfidf = the released code's, recall = the paper's word recall.",
+    ),
+    Setting(
+        "MEM_REMEMR1_MEMORY",
+        "rememr1_memory",
+        MemoryRule.RESPONSE,
+        "response|update",
+        "ReMemR1 memory: the response less its recall blocks (released code) or its last update block.",
+    ),
+    Setting(
+        "MEM_REMEMR1_COVERAGE",
+        "rememr1_coverage",
+        CoverageRule.SUBSTRING,
+        "substring|words",
+        "ReMemR1 state reward word matching: case-sensitive sub-strings (released code) or lower-cased words.",
+    ),
+    Setting(
+        "MEM_FOLD_UNICODE",
+        "fold_unicode",
+        False,
+        "0|1",
+        "EM/F1/sub_em fold Unicode first (NFKC, Unicode punctuation deleted); 0 = the official HotpotQA rules.",
+    ),
+    Setting(
+        "MEM_SUB_EM_GUARD",
+        "sub_em_guard",
+        False,
+        "0|1",
+        "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
+    ),
     Setting("MEM_REQUEST_TIMEOUT", "request_timeout_s", 600.0, "positive float", "Seconds per request."),
     Setting("MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect."),
     Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure."),
@@ -84,7 +139,12 @@ class MemAgentConfig:
     mode: AgentMode = AgentMode.MEMAGENT
     thinking: bool = False
     rememr1_alpha: float = 0.8
-    retriever: RetrieverKind = RetrieverKind.RECALL
+    rememr1_state_scale: float = 2.0
+    retriever: RetrieverKind = RetrieverKind.TFIDF
+    rememr1_memory: MemoryRule = MemoryRule.RESPONSE
+    rememr1_coverage: CoverageRule = CoverageRule.SUBSTRING
+    fold_unicode: bool = False
+    sub_em_guard: bool = False
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     max_retries: int = 3
@@ -132,6 +192,8 @@ _DESCRIPTIONS = {
     "0|1": "0 or 1",
     "memagent|rememr1": "one of memagent, rememr1",
     "recall|tfidf|bm25": "one of recall, tfidf, bm25",
+    "response|update": "one of response, update",
+    "substring|words": "one of substring, words",
     "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
 }
 
@@ -139,6 +201,8 @@ _BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "fals
 _ENUMS: dict[str, type[StrEnum]] = {
     "memagent|rememr1": AgentMode,
     "recall|tfidf|bm25": RetrieverKind,
+    "response|update": MemoryRule,
+    "substring|words": CoverageRule,
     "auto|vllm|sglang|openai": ProtocolChoice,
 }
 

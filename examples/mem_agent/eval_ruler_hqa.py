@@ -4,7 +4,10 @@
 
 Protocol (MemAgent's): one sample per question at temperature 0.7 / top_p 0.95, the answer read
 from its last \\boxed{}, reported as sub-string exact match (sub_em) x 100 per length, with EM, F1
-and the strict training reward beside it. Every question runs the same workflow as training.
+and the strict training reward beside it. EM and F1 are the official HotpotQA evaluator's;
+MEM_FOLD_UNICODE=1 and MEM_SUB_EM_GUARD=1 opt into Unicode folding and the empty-answer guard, and
+summary.json records which rules scored the run ("scoring"). Every question runs the same workflow
+as training.
 
 How it runs: questions are read one at a time from each file (a 6400-document file is ~450 MB
 and is never loaded whole), up to `--questions-in-flight` at once, each pipelining its own turns;
@@ -44,7 +47,7 @@ from mem_agent.eval_report import EvalFileReport, write_reports
 from mem_agent.eval_results import ResultStore, read_results, summarize
 from mem_agent.jsonstream import DataFormatError, count_json_array_items, iter_json_array
 from mem_agent.records import SamplingParams
-from mem_agent.scoring import score_answer
+from mem_agent.scoring import ReportingRules, score_answer
 from mem_agent.step_rewards import recall_stats
 from mem_agent.tokenizer import TokenizerNotFoundError, load_tokenizer
 from mem_agent.workflow import MemoryAgent
@@ -104,6 +107,7 @@ class Evaluator:
         self.pool = pool
         self.sampling = sampling
         self.questions_in_flight = questions_in_flight
+        self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
         self.failed = 0
         self.context_tokens = 0
         self.started = time.monotonic()
@@ -158,7 +162,7 @@ class Evaluator:
             trajectory = await self.agent.run(
                 item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
             )
-            scores = score_answer(trajectory.answer, item.answers)
+            scores = score_answer(trajectory.answer, item.answers, rules=self.rules)
             record.update(
                 status=trajectory.status.value,
                 error=trajectory.error,
@@ -298,6 +302,7 @@ def _run_facts(
         "model": args.model,
         "tokenizer": str(args.tokenizer),
         "config": {key: str(value) for key, value in asdict(agent.config).items()},
+        "scoring": asdict(evaluator.rules),  # the reporting rules: official HotpotQA unless opted out
         "sampling": asdict(sampling),
         "concurrency": args.concurrency,
         "questions_in_flight": args.questions_in_flight,

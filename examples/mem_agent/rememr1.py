@@ -7,13 +7,17 @@ trajectory (see retrieval.py); that memory is shown in its own block of the next
 turn sees problem + memory + the last recalled memory.
 
 Choices where the reference implementation is fragile (documented in the README):
-- tags are parsed across lines (`re.DOTALL`); the memory is the last non-empty update block, or,
-  when the model wrote none, its whole visible response with any recall blocks removed; an update
-  cut off by max_tokens (no closing tag) still becomes the memory, like MemAgent's cut memories;
+- tags are parsed across lines (`re.DOTALL`); the memory is, as in the released code, the whole
+  visible response with its recall blocks removed (MEM_REMEMR1_MEMORY=response), or
+  (MEM_REMEMR1_MEMORY=update) its last non-empty update block, or, when the model wrote none, the
+  response less its recall blocks; an update cut off by max_tokens (no closing tag) still becomes
+  the memory, like MemAgent's cut memories;
 - the first non-empty recall query is used; candidates are the distinct memories written before
-  this turn, oldest first, without the one the model is already looking at;
-- the memory is carried as the update block's text, tokenised again for the next prompt (the
-  response itself is trained exactly as the server generated it).
+  this turn, oldest first, as in the released training code: the one this turn's prompt showed is
+  one of them (the recall is shown next turn, beside a newer memory), the one this turn writes is not;
+  with the `tfidf` retriever they are compared by the policy tokenizer's pieces, as released;
+- the memory is carried as text, tokenised again for the next prompt as the released code does
+  (the response itself is trained exactly as the server generated it).
 """
 
 from __future__ import annotations
@@ -24,10 +28,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mem_agent.config import RetrieverKind
+from mem_agent.config import MemoryRule, RetrieverKind
 from mem_agent.prompts import FINAL_TURN_TEXT, NO_MEMORY_TEXT, TokenTemplate, compile_template
 from mem_agent.records import Completion
-from mem_agent.retrieval import retrieve
+from mem_agent.retrieval import Terms, retrieve, subword_terms, words
 from mem_agent.tokenizer import decode, encode
 
 if TYPE_CHECKING:
@@ -81,8 +85,8 @@ class ParsedResponse:
 
     @property
     def well_formed(self) -> bool:
-        """The format ReMemR1 rewards: exactly one update block and at most one recall."""
-        return len(self.updates) == 1 and len(self.recalls) <= 1
+        """The format ReMemR1's released code rewards: exactly one non-empty update block."""
+        return len(self.updates) == 1
 
 
 def parse_response(text: str) -> ParsedResponse:
@@ -122,14 +126,17 @@ class ReMemR1Planner:
     problem_ids: np.ndarray
     tokenizer: PreTrainedTokenizerBase
     retriever: RetrieverKind
+    memory_rule: MemoryRule = MemoryRule.RESPONSE
     memory: np.ndarray = field(init=False)
     memory_text: str = field(init=False, default="")
     history: list[str] = field(init=False, default_factory=list)
     recalled_ids: np.ndarray = field(init=False)
+    _terms: Terms = field(init=False, repr=False)  # what the retriever compares
 
     def __post_init__(self) -> None:
         self.memory = self.prompts.no_memory
         self.recalled_ids = self.prompts.no_recall
+        self._terms = subword_terms(self.tokenizer) if self.retriever is RetrieverKind.TFIDF else words
 
     def memory_prompt(self, step: int, chunk: np.ndarray) -> np.ndarray:
         return self.prompts.memory_turn.render(
@@ -137,23 +144,29 @@ class ReMemR1Planner:
         )
 
     def after_memory_turn(self, step: int, memory: np.ndarray, completion: Completion) -> dict[str, object]:
-        parsed = parse_response(decode(self.tokenizer, memory))
-        candidates = [text for text in self.history if text != self.memory_text]
-        found = retrieve(parsed.query or "", candidates, self.retriever)
-        recalled = candidates[found] if found is not None else None
+        response = decode(self.tokenizer, memory)
+        parsed = parse_response(response)
+        if self.memory_rule is MemoryRule.UPDATE:
+            memory_text, update_text = parsed.memory_text, parsed.memory_text
+        else:  # the released code: memory is the response less its recalls, its reward reads the update
+            memory_text, update_text = _RECALL.sub("", response).strip(), next(iter(parsed.updates), "")
+        # Every memory written before this turn; this turn's own is appended only after the search.
+        found = retrieve(parsed.query or "", self.history, self.retriever, self._terms)
+        recalled = self.history[found] if found is not None else None
         extras: dict[str, object] = {
             "memory_before": self.memory_text,
-            "memory_text": parsed.memory_text,
+            "memory_text": memory_text,
+            "update_text": update_text,  # what the state reward measures as the new memory
             "recall_query": parsed.query,
             "recalled": recalled,
             "update_blocks": len(parsed.updates),
             "recall_blocks": len(parsed.recalls),
         }
         self.recalled_ids = encode(self.tokenizer, recalled) if recalled else self.prompts.no_recall
-        self.memory_text = parsed.memory_text
-        self.memory = encode(self.tokenizer, parsed.memory_text)
-        if parsed.memory_text and parsed.memory_text not in self.history:
-            self.history.append(parsed.memory_text)
+        self.memory_text = memory_text
+        self.memory = encode(self.tokenizer, memory_text)
+        if memory_text and memory_text not in self.history:
+            self.history.append(memory_text)
         return extras
 
     def final_prompt(self) -> np.ndarray:

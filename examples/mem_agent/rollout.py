@@ -51,7 +51,7 @@ from mem_agent.host_client import client_for, close_clients, forget_clients, rou
 from mem_agent.host_flags import HostConfigError, check_host_args
 from mem_agent.records import Trajectory, TrajectoryStatus, Turn
 from mem_agent.reward_fields import reward_record
-from mem_agent.scoring import AnswerScores, score_answer
+from mem_agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
 from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows
@@ -139,10 +139,13 @@ class _SampleBuilder:
         self.sample = sample
         self.trajectory = trajectory
         self.tokenizer = agent.tokenizer
+        self.rules = ReportingRules.of(agent.config)
         self.status_type = type(sample).Status
         self.truths = ground_truths(sample)
         completed = trajectory.status is TrajectoryStatus.COMPLETED
-        self.scores: AnswerScores | None = score_answer(trajectory.answer, self.truths) if completed else None
+        self.scores: AnswerScores | None = (
+            score_answer(trajectory.answer, self.truths, rules=self.rules) if completed else None
+        )
         self.reward = self.scores.strict if self.scores else 0.0
         self.outcome = _outcome(trajectory.status, self.reward)
         self.error = None if completed else trajectory.error or f"trajectory {trajectory.status.value}"
@@ -157,6 +160,7 @@ class _SampleBuilder:
                 trajectory.answer,
                 self.truths,
                 lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+                agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)
             self.trajectory_facts["mean_state_reward"] = sum(self.state_rewards.values()) / len(self.state_rewards)
@@ -215,7 +219,7 @@ class _SampleBuilder:
     def final_sample(self) -> Any:
         final = self.trajectory.final_turn
         row = self._row(final if final is not None and len(final.response_ids) else None, 1)
-        scores = self.scores or score_answer(self.trajectory.answer, self.truths)
+        scores = self.scores or score_answer(self.trajectory.answer, self.truths, rules=self.rules)
         row.metadata[META].update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, extracted=scores.extracted)
         return row
 
@@ -247,7 +251,8 @@ def _reward_of(args: Any, sample: Any) -> Any:
     if info and info.get("trajectory_status", "completed") != TrajectoryStatus.COMPLETED.value:
         status = TrajectoryStatus(info["trajectory_status"])
         return reward_record(args, 0.0, None, _outcome(status, 0.0))
-    scores = score_answer(info.get("answer", sample.response), ground_truths(sample))
+    rules = ReportingRules.of(settings())
+    scores = score_answer(info.get("answer", sample.response), ground_truths(sample), rules=rules)
     return reward_record(args, scores.strict, scores, _outcome(TrajectoryStatus.COMPLETED, scores.strict))
 
 

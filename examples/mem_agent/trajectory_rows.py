@@ -150,7 +150,14 @@ def score_rows(args: Any, samples: Sequence[Any], config: MemAgentConfig) -> Sco
                 step_rewards.append(StepReward(trajectory.group, key, int(info["step"]), float(info["state_reward"])))
     alpha = config.rememr1_alpha if config.mode is AgentMode.REMEMR1 else 1.0
     norm = host_normalization(args)
-    advantages = turn_advantages(outcomes, step_rewards, alpha=alpha, std_normalize=norm.std, center=norm.center)
+    advantages = turn_advantages(
+        outcomes,
+        step_rewards,
+        alpha=alpha,
+        std_normalize=norm.std,
+        center=norm.center,
+        state_scale=config.rememr1_state_scale,
+    )
     _log_rememr1_metrics(samples, trajectories)
     problems = Counter(t.problem for t in trajectories.values() if t.problem is not None)
     if problems:

@@ -150,7 +150,9 @@ class MemoryAgent:
 
     def new_planner(self, problem_ids: np.ndarray) -> TurnPlanner:
         if isinstance(self.prompts, ReMemR1Prompts):
-            return ReMemR1Planner(self.prompts, problem_ids, self.tokenizer, self.config.retriever)
+            return ReMemR1Planner(
+                self.prompts, problem_ids, self.tokenizer, self.config.retriever, self.config.rememr1_memory
+            )
         return MemAgentPlanner(self.prompts, problem_ids)
 
     async def run(
