@@ -19,13 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling
+from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling, bench_startup
 from mem_agent.io_utils import write_text_atomic
 from mem_agent.local_stack import StackSettings, local_stack
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_OUT = RESULTS_DIR / "latest.json"
-NAMES = ("chunking", "scheduling", "memory", "overhead", "linear")
+NAMES = ("chunking", "scheduling", "memory", "overhead", "linear", "startup")
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,14 @@ def checks(results: dict) -> list[Check]:
     if "linear" in results:
         r2 = results["linear"]["r2"]
         found.append(Check("5 linear cost", "R^2 of time vs chunks", r2, ">= 0.98", r2 >= 0.98))
+    if "startup" in results:
+        startup = results["startup"]
+        for client in ("evaluator", "run_document"):
+            seconds = startup["median_s"][client]
+            target = startup["target_s"]
+            found.append(
+                Check("6 start-up", f"{client}: first request (s)", seconds, f"<= {target}", seconds <= target)
+            )
     return found
 
 
@@ -98,7 +106,12 @@ def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
         return only is None or name in only
 
     results: dict = {}
-    for name, module in (("chunking", bench_chunking), ("scheduling", bench_scheduling), ("memory", bench_memory)):
+    for name, module in (
+        ("chunking", bench_chunking),
+        ("scheduling", bench_scheduling),
+        ("memory", bench_memory),
+        ("startup", bench_startup),
+    ):
         if wanted(name):
             results[name] = _timed(name, lambda module=module: module.run(quick=quick))
     if wanted("overhead") or wanted("linear"):

@@ -44,6 +44,10 @@ run() {
   fi
 }
 
+if [[ "${DRY_RUN}" != 0 && "${DRY_RUN}" != 1 ]]; then
+  echo "error: DRY_RUN=${DRY_RUN} must be 0 or 1" >&2
+  exit 2
+fi
 if ! "${PYTHON}" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "error: ${PYTHON} is missing or older than Python 3.11; set PYTHON=/path/to/python3.11" >&2
   exit 2

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The whole pipeline on this machine, no GPU needed: set up the environment, then evaluate the
-# tiny local Qwen3 as a MemAgent at two context lengths on vLLM's CPU build (run-eval.sh's CPU path).
+# The whole pipeline on this machine, no GPU needed: check every setting, set up the environment,
+# then evaluate the tiny local Qwen3 as a MemAgent at two context lengths on vLLM's CPU build
+# (run-eval.sh's CPU path).
 set -euo pipefail
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   cat <<'USAGE'
 usage: [VAR=value ...] bash scripts/demo.sh
 
-Sets up .venv (scripts/bootstrap.sh), then runs examples/mem_agent/run-eval.sh with no model,
-which builds the tiny Qwen3, a synthetic multi-hop QA set, and evaluates at two lengths.
-Every variable of those two scripts applies (see their --help), e.g. LENGTH="20 100".
+Checks the settings of both steps first (nothing is installed or started when one is wrong), sets
+up .venv (scripts/bootstrap.sh), then runs examples/mem_agent/run-eval.sh with no model, which
+builds the tiny Qwen3, a synthetic multi-hop QA set, and evaluates at two lengths. Every variable
+of those two scripts applies (see their --help), e.g. LENGTH="20 100" or DEMO_QUESTIONS=4.
+A second run reuses the data and results of the first (and says so): SAVE_FILE=other starts a
+new run folder.
 USAGE
   exit 0
 fi
@@ -19,7 +23,21 @@ if (($#)); then
 fi
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=examples/mem_agent/_common.sh
+source "${ROOT}/examples/mem_agent/_common.sh"
 export VENV=${VENV:-${ROOT}/.venv}
+BASE_PYTHON=${PYTHON:-python3} # what bootstrap.sh makes the environment from
+if ! "${BASE_PYTHON}" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  die "${BASE_PYTHON} is missing or older than Python 3.11; set PYTHON=/path/to/python3.11"
+fi
+
+# run-eval.sh's checks, before bootstrap.sh writes anything: the environment it will use may not
+# exist yet, so they run on the interpreter at hand (the MEM_* checks need only the standard library).
+checker=${BASE_PYTHON}
+[[ ! -x "${VENV}/bin/python" ]] || checker="${VENV}/bin/python"
+adopt_checks "" env PYTHON="${checker}" _MEM_SETTINGS_ONLY=1 bash "${ROOT}/examples/mem_agent/run-eval.sh"
+report_problems
+
 bash "${ROOT}/scripts/bootstrap.sh"
 export PYTHON="${VENV}/bin/python"
 exec bash "${ROOT}/examples/mem_agent/run-eval.sh"

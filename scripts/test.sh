@@ -24,7 +24,7 @@ bash scripts/bootstrap.sh
 if [[ "${SKIP_LINT}" != "1" ]]; then
   "${VENV}/bin/ruff" check .
   "${VENV}/bin/ruff" format --check .
-  mapfile -t shell_scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . -name '*.sh' -not -path './.venv/*')
+  mapfile -t shell_scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . \( -name '*.sh' -o -path ./.ci/run \) -not -path './.venv/*')
   "${VENV}/bin/shellcheck" -x "${shell_scripts[@]}"
 fi
 

@@ -4,7 +4,9 @@ Data: every behaviour is tested on our own synthetic multi-hop QA set (`syntheti
 `synthetic_file`), which a fresh clone makes by itself. Where the real HotpotQA sample exists
 (`../shared/data`, or MEM_SHARED_DATA), a test that asks for `qa_rows` / `qa_file` also runs on
 it, as an extra case marked `real_data`; where it does not, those cases are not collected at all,
-so a fresh clone reports 0 skipped.
+so a fresh clone reports 0 skipped (and support/suite_policy.py turns any skip into a failure).
+A test picks `qa_rows` where real text is worth its time (tokenising, parsing, one end-to-end
+run) and `synthetic_rows` where the behaviour does not depend on the text.
 
 The stack (tiny Qwen3 on vLLM's CPU build behind vllm-router) is started once per test session
 and stopped by PID at the end; its logs are kept under the session's temporary folder and their
@@ -16,7 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -34,16 +36,38 @@ SYNTHETIC_SEED = 0
 # The data sources a `qa_rows` / `qa_file` test runs on: ours always, the real sample where present.
 QA_SOURCES = ("synthetic", "hotpot") if HOTPOT_SAMPLE.is_file() else ("synthetic",)
 
+pytest_plugins = ["support.suite_policy"]
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # Module scope: a module runs all its synthetic cases, then its real ones; tests never move
+    # across modules (session scope would regroup the whole run around the data source).
     if "qa_source" in metafunc.fixturenames:
         params = [pytest.param(s, id=s, marks=[pytest.mark.real_data] if s == "hotpot" else []) for s in QA_SOURCES]
-        metafunc.parametrize("qa_source", params, scope="session")
+        metafunc.parametrize("qa_source", params, scope="module")
 
 
 @functools.cache
 def _hotpot_rows() -> list[dict]:
     return json.loads(HOTPOT_SAMPLE.read_text())
+
+
+@functools.cache
+def _synthetic_rows() -> list[dict]:
+    return synthetic_qa.generate(SYNTHETIC_QUESTIONS, SYNTHETIC_SEED)
+
+
+def document_text(rows: Sequence[dict]) -> str:
+    """The rows' paragraphs as one plain document ("title\ntext" blocks, blank lines between).
+
+    One synthetic row makes about 400 tokens and one real row about 1,350: a test that needs a
+    number of chunks joins as many rows as that takes, whichever source it runs on.
+    """
+    return "\n\n".join(
+        f"{title}\n{''.join(sentences)}"
+        for row in rows
+        for title, sentences in zip(row["context"]["title"], row["context"]["sentences"], strict=True)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -53,16 +77,16 @@ def tokenizer():
 
 @pytest.fixture(scope="session")
 def hotpot_rows() -> list[dict]:
-    """The 70 real HotpotQA dev questions; only our machines and CI have them."""
-    if not HOTPOT_SAMPLE.is_file():
-        pytest.skip(f"real HotpotQA sample not found at {HOTPOT_SAMPLE} (set MEM_SHARED_DATA)")
-    return json.loads(HOTPOT_SAMPLE.read_text())
+    """Legacy, for tests/test_rollout_hooks.py until it moves to `qa_rows`; never use it in new tests.
+    The real sample where it exists, else our synthetic set: where the sample is absent its tests
+    run on our data instead of skipping."""
+    return _hotpot_rows() if HOTPOT_SAMPLE.is_file() else _synthetic_rows()
 
 
 @pytest.fixture(scope="session")
 def synthetic_rows() -> list[dict]:
     """Our own multi-hop QA set (HotpotQA's layout, invented facts, seeded): always available."""
-    return synthetic_qa.generate(SYNTHETIC_QUESTIONS, SYNTHETIC_SEED)
+    return _synthetic_rows()
 
 
 @pytest.fixture(scope="session")
@@ -73,13 +97,13 @@ def synthetic_file(synthetic_rows: list[dict], tmp_path_factory: pytest.TempPath
     return path
 
 
-@pytest.fixture(scope="session")
-def qa_rows(qa_source: str, synthetic_rows: list[dict]) -> list[dict]:
+@pytest.fixture(scope="module")
+def qa_rows(qa_source: str) -> list[dict]:
     """QA rows in HotpotQA's layout: the synthetic set, and the real sample as an extra case."""
-    return synthetic_rows if qa_source == "synthetic" else _hotpot_rows()
+    return _synthetic_rows() if qa_source == "synthetic" else _hotpot_rows()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def qa_file(qa_source: str, synthetic_file: Path) -> Path:
     """The file `qa_rows` came from."""
     return synthetic_file if qa_source == "synthetic" else HOTPOT_SAMPLE

@@ -104,7 +104,7 @@ def test_run_document_with_an_unknown_tokenizer_folder(tmp_path):
 @pytest.mark.parametrize(
     ("script", "env", "fragment"),
     [
-        ("prepare-eval-data.sh", {"LENGTHS": "50 abc"}, "LENGTHS has 'abc'"),
+        ("prepare-eval-data.sh", {"LENGTH": "50 abc"}, "LENGTH has 'abc'"),
         ("prepare-eval-data.sh", {"BUILD_FROM": "/nonexistent.json"}, "/nonexistent.json: file not found"),
         (
             "run-qwen3-4b-train.sh",
@@ -125,3 +125,21 @@ def test_scripts_reject_bad_settings_in_one_line(tmp_path, script, env, fragment
         timeout=120,
     )
     assert result.returncode == 2 and fragment in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("rows", "words"),
+    [
+        (
+            [{"question": "q?", "answer": " ", "context": []}] * 2,
+            "no usable rows in the source (2 rows skipped: empty answer)",
+        ),
+        ([], "no usable rows in the source (the source has no rows)"),
+    ],
+)
+def test_messages_read_as_words_not_raw_dicts(tmp_path, rows, words):
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps(rows))
+    result = _cli("prepare_data", "--input", str(source), "--output", str(tmp_path / "out.jsonl"))
+    _assert_one_line_error(result, words)
+    assert "{" not in result.stderr.decode() and "Counter" not in result.stderr.decode()

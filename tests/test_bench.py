@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
-from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling, run_all
+from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling, bench_startup, run_all
 
 
 def test_chunking_benchmark_times_our_path_against_the_raw_encode(measured):
@@ -46,6 +48,29 @@ def test_memory_benchmark_runs_the_evaluator_over_every_question(measured):
     assert result["requests"] > result["questions"] * 2  # several memory turns and an answer each
 
 
+def test_startup_benchmark_times_each_client_to_its_first_request(measured):
+    result = bench_startup.run(quick=True)
+    medians = result["median_s"]
+    measured(
+        f"quick start-up: first request after {medians['evaluator']} s (evaluator), {medians['run_document']} s"
+        f" (run_document), {medians['minimal']} s (minimal loop)"
+    )
+    assert set(medians) == {"minimal", "run_document", "evaluator"}, "the transformers loader runs in full mode only"
+    assert all(len(times) == result["rounds"] == 1 for times in result["first_request_s"].values())
+    assert all(0 < seconds < 60 for seconds in medians.values())
+    assert math.isclose(result["evaluator_over_minimal"], medians["evaluator"] / medians["minimal"], abs_tol=0.02)
+    assert math.isclose(result["run_document_over_minimal"], medians["run_document"] / medians["minimal"], abs_tol=0.02)
+
+
+def test_instant_server_records_each_arrival_and_a_failing_client_is_an_error():
+    with bench_startup.InstantServer() as server:
+        with pytest.raises(RuntimeError, match="exited 3 after 0 requests"):
+            bench_startup.first_request_s(server, [sys.executable, "-c", "raise SystemExit(3)"], dict(os.environ))
+        send = f"import urllib.request as u; u.urlopen(u.Request('{server.url}/v1/completions', b'{{}}')).read()"
+        assert bench_startup.first_request_s(server, [sys.executable, "-c", send], dict(os.environ)) > 0
+        assert len(server.arrivals) == 1
+
+
 @pytest.mark.server
 def test_overhead_benchmark_replays_the_workflow_requests_directly(stack, measured):
     result = bench_overhead.run(stack.router_url, quick=True)
@@ -74,6 +99,7 @@ def test_report_checks_every_target_and_flags_a_missed_one():
         "chunking": {"ratio": 1.2, "r2": 0.999},
         "memory": {"peak_rss_gib": 1.1},
         "linear": {"r2": 0.99},
+        "startup": {"median_s": {"evaluator": 0.9, "run_document": 1.6}, "target_s": 1.5},
     }
     met = {(check.benchmark, check.figure): check.met for check in run_all.checks(results)}
     assert met == {
@@ -85,6 +111,8 @@ def test_report_checks_every_target_and_flags_a_missed_one():
         ("3 chunking", "R^2 of time vs tokens"): True,
         ("4 memory", "evaluator peak RSS (GiB)"): True,
         ("5 linear cost", "R^2 of time vs chunks"): True,
+        ("6 start-up", "evaluator: first request (s)"): True,
+        ("6 start-up", "run_document: first request (s)"): False,
     }
 
 

@@ -1,4 +1,4 @@
-"""RULER-HQA-shaped files from real HotpotQA rows, 2Wiki rows and our synthetic set."""
+"""RULER-HQA-shaped files from our synthetic set (and the real HotpotQA sample where present) and 2Wiki rows."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-from conftest import HOTPOT_SAMPLE
 
 from mem_agent import build_long_context, synthetic_qa
 from mem_agent.jsonstream import iter_json_array
@@ -20,11 +19,11 @@ def _build(tmp_path, input_path, *extra: str) -> int:
 
 
 @pytest.mark.parametrize("num_docs", [20, 100])
-def test_every_item_holds_its_own_paragraphs_and_exactly_n_numbered_documents(tmp_path, hotpot_rows, num_docs):
-    assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", str(num_docs), "--num-questions", "12") == 0
+def test_every_item_holds_its_own_paragraphs_and_exactly_n_numbered_documents(tmp_path, qa_rows, qa_file, num_docs):
+    assert _build(tmp_path, qa_file, "--num-docs", str(num_docs), "--num-questions", "12") == 0
     items = list(iter_json_array(tmp_path / "out" / f"eval_{num_docs}.json"))
     assert len(items) == 12
-    for item, row in zip(items, hotpot_rows, strict=False):
+    for item, row in zip(items, qa_rows, strict=False):
         assert item["input"] == row["question"].strip() and item["answers"] == [row["answer"]]
         assert item["num_docs"] == num_docs
         assert [int(n) for n in DOC_HEADER.findall(item["context"])] == list(range(1, num_docs + 1))
@@ -33,16 +32,16 @@ def test_every_item_holds_its_own_paragraphs_and_exactly_n_numbered_documents(tm
         assert len(titles) == len(set(titles)), "no paragraph twice while the pool is large enough"
 
 
-def test_same_seed_gives_identical_bytes_and_another_seed_another_order(tmp_path, hotpot_rows):
+def test_same_seed_gives_identical_bytes_and_another_seed_another_order(tmp_path, synthetic_file):
     for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
-        assert _build(tmp_path / name, HOTPOT_SAMPLE, "--num-docs", "30", "--num-questions", "5", "--seed", seed) == 0
+        assert _build(tmp_path / name, synthetic_file, "--num-docs", "30", "--num-questions", "5", "--seed", seed) == 0
     a, b, c = ((tmp_path / n / "out" / "eval_30.json").read_bytes() for n in "abc")
     assert a == b and a != c
 
 
-def test_fewer_documents_than_own_paragraphs_keeps_the_gold_ones(tmp_path, hotpot_rows):
-    assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", "2", "--num-questions", "3") == 0
-    for item, row in zip(iter_json_array(tmp_path / "out" / "eval_2.json"), hotpot_rows, strict=False):
+def test_fewer_documents_than_own_paragraphs_keeps_the_gold_ones(tmp_path, qa_rows, qa_file):
+    assert _build(tmp_path, qa_file, "--num-docs", "2", "--num-questions", "3") == 0
+    for item, row in zip(iter_json_array(tmp_path / "out" / "eval_2.json"), qa_rows, strict=False):
         titles = {block.split("\n")[1] for block in item["context"].split("\n\n")}
         assert titles == set(row["supporting_facts"]["title"])
 
@@ -125,13 +124,13 @@ def test_bad_rows_are_one_line_errors_naming_file_row_and_field(tmp_path, capsys
     assert not (tmp_path / "out" / "eval_5.json").exists(), "nothing half-written"
 
 
-def test_existing_outputs_are_kept_unless_forced(tmp_path, capsys, hotpot_rows):
-    assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", "12", "--num-questions", "2") == 0
+def test_existing_outputs_are_kept_unless_forced(tmp_path, capsys, synthetic_file):
+    assert _build(tmp_path, synthetic_file, "--num-docs", "12", "--num-questions", "2") == 0
     before = (tmp_path / "out" / "eval_12.json").read_bytes()
-    assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", "12", "--num-questions", "3") == 2
+    assert _build(tmp_path, synthetic_file, "--num-docs", "12", "--num-questions", "3") == 2
     assert "pass --force" in capsys.readouterr().err
     assert (tmp_path / "out" / "eval_12.json").read_bytes() == before
-    assert _build(tmp_path, HOTPOT_SAMPLE, "--num-docs", "12", "--num-questions", "3", "--force") == 0
+    assert _build(tmp_path, synthetic_file, "--num-docs", "12", "--num-questions", "3", "--force") == 0
     assert len(list(iter_json_array(tmp_path / "out" / "eval_12.json"))) == 3
 
 

@@ -13,6 +13,7 @@ from mem_agent.config import (
     ConfigError,
     MemAgentConfig,
     RetrieverKind,
+    config_problems,
     settings_table_markdown,
 )
 
@@ -97,3 +98,36 @@ def test_bad_values_from_code_are_rejected_too():
 def test_readme_settings_table_is_the_generated_one():
     """The README documents exactly the settings the code reads, with the code's defaults."""
     assert settings_table_markdown() in README.read_text()
+
+
+def test_config_problems_names_every_bad_value_not_just_the_first():
+    """A launch script shows a person all their mistakes at once; from_env stops at the first."""
+    env = {"MEM_CHUNK_TOKENS": "-5", "MEM_MODE": "memgpt", "MEM_MAX_FINAL": "64", "MEM_REMEMR1_ALPHA": "2"}
+    assert config_problems(env) == [
+        "MEM_CHUNK_TOKENS=-5 must be a positive integer (default 5000)",
+        "MEM_MODE=memgpt must be one of memagent, rememr1 (default memagent)",
+        "MEM_REMEMR1_ALPHA=2 must be a number between 0 and 1 (default 0.8)",
+    ]
+    with pytest.raises(ConfigError, match="MEM_CHUNK_TOKENS=-5"):
+        MemAgentConfig.from_env(env)
+
+
+def test_config_problems_is_empty_for_usable_settings_and_empty_values():
+    assert config_problems({"MEM_CHUNK_TOKENS": "256", "MEM_MODE": "", "MEM_THINKING": "yes"}) == []
+    assert config_problems({}) == []
+
+
+def test_config_problems_catches_a_variable_one_typo_from_a_setting():
+    """MEM_CHUNK_TOKEN would otherwise be ignored silently and the default used; the package's own
+    non-setting variables (the stack's URLs, the tests' data folder) are never reported."""
+    env = {
+        "MEM_CHUNK_TOKEN": "4000",
+        "MEM_MAX_MEMROY": "256",
+        "MEM_ROUTER_URL": "http://127.0.0.1:1",
+        "MEM_SHARED_DATA": "/data",
+        "MEM_SOMETHING_ELSE": "1",
+    }
+    assert config_problems(env) == [
+        "MEM_CHUNK_TOKEN is not a setting: did you mean MEM_CHUNK_TOKENS? (see the README's settings table)",
+        "MEM_MAX_MEMROY is not a setting: did you mean MEM_MAX_MEMORY? (see the README's settings table)",
+    ]

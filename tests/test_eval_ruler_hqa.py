@@ -1,4 +1,6 @@
-"""The RULER-HQA evaluator end to end against the real vLLM server, on files built from real HotpotQA."""
+"""The RULER-HQA evaluator end to end against the real vLLM server, on RULER-HQA-shaped files built
+from our synthetic set (10 documents: about 450 tokens, 30: about 1,300); the full two-length run
+also runs on files built from the real HotpotQA sample where it exists."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import HOTPOT_SAMPLE
 
 from mem_agent import build_long_context, eval_ruler_hqa
 from mem_agent.eval_results import read_results
@@ -23,12 +24,21 @@ QUESTIONS = 6
 FAST = ["--chunk-tokens", "512", "--max-memory", "24", "--max-final", "16", "--temperature", "1.0", "--top-p", "1.0"]
 
 
-@pytest.fixture(scope="module")
-def data_root(tmp_path_factory, hotpot_rows) -> Path:
+def _build(tmp_path_factory, source: Path) -> Path:
     root = tmp_path_factory.mktemp("ruler_hqa")
-    argv = ["--input", str(HOTPOT_SAMPLE), "--num-docs", "10", "30", "--num-questions", str(QUESTIONS)]
+    argv = ["--input", str(source), "--num-docs", "10", "30", "--num-questions", str(QUESTIONS)]
     assert build_long_context.main([*argv, "--out-dir", str(root)]) == 0
     return root
+
+
+@pytest.fixture(scope="module")
+def data_root(tmp_path_factory, synthetic_file) -> Path:
+    return _build(tmp_path_factory, synthetic_file)
+
+
+@pytest.fixture(scope="module")
+def qa_data_root(tmp_path_factory, qa_file) -> Path:
+    return _build(tmp_path_factory, qa_file)
 
 
 def _evaluate(stack, data_root, output_dir, *extra: str) -> int:
@@ -37,8 +47,8 @@ def _evaluate(stack, data_root, output_dir, *extra: str) -> int:
     return eval_ruler_hqa.main(argv)
 
 
-def test_two_lengths_give_one_result_per_item_a_table_a_summary_and_a_plot(stack, data_root, tmp_path, capsys):
-    assert _evaluate(stack, data_root, tmp_path) == 0
+def test_two_lengths_give_one_result_per_item_a_table_a_summary_and_a_plot(stack, qa_data_root, tmp_path, capsys):
+    assert _evaluate(stack, qa_data_root, tmp_path) == 0
     out = capsys.readouterr().out
     assert "docs | items | failed" in out and "summary:" in out
     for label in ("10", "30"):

@@ -1,7 +1,8 @@
 """The local inference stack: real tokenizer, real vLLM (CPU build), real vllm-router.
 
 These are the honest end-to-end checks every later test stands on: token ids go in, token ids
-and logprobs come out, consistent with each other and with the text the server writes.
+and logprobs come out, consistent with each other and with the text the server writes. Prompts
+are about 1,500 tokens of our synthetic documents (four rows each).
 """
 
 from __future__ import annotations
@@ -12,8 +13,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import document_text
 
-from mem_agent.processes import ServerStartError, start_process, wait_healthy
+from mem_agent import processes
+from mem_agent.processes import (
+    ManagedProcess,
+    ProcessStopError,
+    ServerStartError,
+    log_tail,
+    running_in_group,
+    start_process,
+    wait_healthy,
+)
 from mem_agent.tiny_model import QWEN3_EOS, TinyQwen3Spec, ensure_tiny_qwen3
 from mem_agent.tokenizer import encode
 from support.http import get_json, post_json
@@ -21,13 +32,9 @@ from support.http import get_json, post_json
 MAX_TOKENS = 24
 
 
-def _hotpot_prompt_ids(tokenizer, row: dict, budget: int = 1500) -> list[int]:
-    paragraphs = [
-        f"{title}\n{''.join(sentences)}"
-        for title, sentences in zip(row["context"]["title"], row["context"]["sentences"], strict=True)
-    ]
-    context_ids = encode(tokenizer, "\n\n".join(paragraphs))[:budget]
-    message = f"Read this and answer: {row['question']}\n\n{tokenizer.decode(context_ids.tolist())}"
+def _prompt_ids(tokenizer, rows: list[dict], budget: int = 1500) -> list[int]:
+    context_ids = encode(tokenizer, document_text(rows))[:budget]
+    message = f"Read this and answer: {rows[0]['question']}\n\n{tokenizer.decode(context_ids.tolist())}"
     return tokenizer.apply_chat_template(
         [{"role": "user", "content": message}],
         tokenize=True,
@@ -46,10 +53,10 @@ def _assert_finish_consistent(finish_reason: str, token_ids: list[int], max_toke
 
 
 @pytest.mark.server
-def test_router_inference_generate_returns_aligned_ids_and_logprobs(stack, tokenizer, hotpot_rows):
+def test_router_inference_generate_returns_aligned_ids_and_logprobs(stack, tokenizer, synthetic_rows):
     """vime's protocol through the router: one logprob per generated id, max_tokens honoured."""
-    for row in hotpot_rows[:4]:
-        prompt_ids = _hotpot_prompt_ids(tokenizer, row)
+    for first in range(0, 16, 4):
+        prompt_ids = _prompt_ids(tokenizer, synthetic_rows[first : first + 4])
         body = {
             "model": str(stack.model_path),
             "token_ids": prompt_ids,
@@ -65,10 +72,10 @@ def test_router_inference_generate_returns_aligned_ids_and_logprobs(stack, token
 
 
 @pytest.mark.server
-def test_router_completions_text_is_the_decoded_token_ids(stack, tokenizer, hotpot_rows):
+def test_router_completions_text_is_the_decoded_token_ids(stack, tokenizer, synthetic_rows):
     """OpenAI protocol with token ids in: the text the server writes is decode(token_ids)."""
-    for row in hotpot_rows[4:8]:
-        prompt_ids = _hotpot_prompt_ids(tokenizer, row)
+    for first in range(16, 32, 4):
+        prompt_ids = _prompt_ids(tokenizer, synthetic_rows[first : first + 4])
         body = {
             "model": str(stack.model_path),
             "prompt": prompt_ids,
@@ -127,18 +134,60 @@ def test_a_server_that_dies_reports_its_log_tail(tmp_path: Path):
     assert "status 3" in str(error.value)
 
 
-def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
-    child_pid_file = tmp_path / "child.pid"
-    script = (
-        "import subprocess, time; child = subprocess.Popen(['sleep', '300']); "
-        f"open('{child_pid_file}', 'w').write(str(child.pid)); time.sleep(300)"
+def _parent_with_child(tmp_path: Path, child_ignores_sigterm: bool = False) -> tuple[ManagedProcess, int]:
+    """A started process that forks a child into its group; the child writes its PID when ready."""
+    pid_file, partial = tmp_path / "child.pid", tmp_path / "child.pid.partial"
+    ignore = "signal.signal(signal.SIGTERM, signal.SIG_IGN); " if child_ignores_sigterm else ""
+    child = (
+        f"import os, pathlib, signal, time; {ignore}"
+        f"pathlib.Path({str(partial)!r}).write_text(str(os.getpid())); "
+        f"os.replace({str(partial)!r}, {str(pid_file)!r}); time.sleep(300)"
     )
-    process = start_process("parent", [sys.executable, "-c", script], tmp_path / "parent.log")
-    for _ in range(100):
-        if child_pid_file.exists() and child_pid_file.read_text():
-            break
-        time.sleep(0.1)
-    child_pid = int(child_pid_file.read_text())
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(300)"
+    process = start_process("parent", [sys.executable, "-c", parent], tmp_path / "parent.log")
+    deadline = time.monotonic() + 120  # two Python start-ups on a machine that may be loaded
+    while not pid_file.exists():
+        assert process.alive() and time.monotonic() < deadline, log_tail(process.log_path)
+        time.sleep(0.05)
+    child_pid = int(pid_file.read_text())
+    assert _state(child_pid) not in (None, "Z") and child_pid in running_in_group(process.pid)
+    return process, child_pid
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (R, S, D, Z, ...), None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2]
+
+
+def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
+    """When stop returns the child has exited, however loaded the machine: a zombie left for init to
+    reap is the most that may remain, never a process still running (state R) after its signal."""
+    process, child_pid = _parent_with_child(tmp_path)
+    process.stop(grace_s=30)
+    assert not process.alive() and running_in_group(process.pid) == []
+    assert _state(child_pid) in (None, "Z")
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path):
+    process, child_pid = _parent_with_child(tmp_path, child_ignores_sigterm=True)
+    started = time.monotonic()
+    process.stop(grace_s=1)
+    assert time.monotonic() - started >= 1, "SIGKILL only after the grace period"
+    assert not process.alive() and running_in_group(process.pid) == [] and _state(child_pid) in (None, "Z")
+
+
+def test_a_process_that_outlives_sigkill_is_an_error_that_names_it(tmp_path: Path, monkeypatch):
+    """Stuck in the kernel, a process can outlive SIGKILL for a while; stop says so instead of
+    returning as if the group were gone."""
+    process, _ = _parent_with_child(tmp_path)
+    monkeypatch.setattr(processes, "running_in_group", lambda pgid: [pgid])
+    message = rf"parent: processes \[{process.pid}\] of its group still run 1 s after SIGKILL"
+    with pytest.raises(ProcessStopError, match=message):
+        process.stop(grace_s=0.2, kill_wait_s=1)
+    monkeypatch.undo()
     process.stop(grace_s=5)
-    assert not process.alive()
-    assert not Path(f"/proc/{child_pid}").exists() or "Z" in Path(f"/proc/{child_pid}/stat").read_text().split()[2]
+    assert running_in_group(process.pid) == []

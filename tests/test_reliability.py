@@ -2,7 +2,10 @@
 
 Faults are injected by a real HTTP proxy between our client and the real router (500/503, resets,
 stalls past the timeout, truncated or invalid JSON, token/logprob arrays of different lengths).
-The figures each test measures are printed in the run's "measured figures" summary.
+The figures each test measures are printed in the run's "measured figures" summary, in every
+run: the data is our synthetic set, sized like the real sample's (an evaluation item of 40
+synthetic documents is about 1,750 tokens, 4 chunks of 512; a training document of 3 synthetic
+rows about 1,200 tokens, 5 chunks of 256).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import HOTPOT_SAMPLE
+from conftest import document_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,24 +41,16 @@ from support.slime_host import (
 )
 
 QUESTIONS = 50
+DOCS = 40
 FAST = ["--chunk-tokens", "512", "--max-memory", "16", "--max-final", "16", "--temperature", "1.0", "--top-p", "1.0"]
 
 
 @pytest.fixture(scope="module")
-def eval_file(tmp_path_factory, hotpot_rows):
+def eval_file(tmp_path_factory, synthetic_file):
     root = tmp_path_factory.mktemp("faults")
-    argv = [
-        "--input",
-        str(HOTPOT_SAMPLE),
-        "--num-docs",
-        "12",
-        "--num-questions",
-        str(QUESTIONS),
-        "--out-dir",
-        str(root),
-    ]
-    assert build_long_context.main(argv) == 0
-    return root / "eval_12.json"
+    argv = ["--input", str(synthetic_file), "--num-docs", str(DOCS), "--num-questions", str(QUESTIONS)]
+    assert build_long_context.main([*argv, "--out-dir", str(root)]) == 0
+    return root / f"eval_{DOCS}.json"
 
 
 def _accounting(path) -> tuple[Counter, list[str]]:
@@ -71,7 +66,7 @@ def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_f
     with fault_proxy(stack.router_url, plan, stall_s=40.0) as proxy:
         argv = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", proxy.url, "--protocol", "vllm"]
         code = eval_ruler_hqa.main([*argv, "--tokenizer", str(stack.model_path), *FAST])
-    statuses, ids = _accounting(tmp_path / "results_12.jsonl")
+    statuses, ids = _accounting(tmp_path / f"results_{DOCS}.jsonl")
     duplicates = len(ids) - len(set(ids))
     by_kind = ", ".join(f"{kind}={count}" for kind, count in sorted(proxy.injected.items()))
     measured(
@@ -95,7 +90,7 @@ def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(
     with fault_proxy(stack.router_url, random_faults(0.2, TRANSIENT_FAULTS, seed=3), stall_s=40.0) as proxy:
         argv = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", proxy.url, "--protocol", "vllm"]
         code = eval_ruler_hqa.main([*argv, "--limit", "20", "--tokenizer", str(stack.model_path), *FAST])
-    records = read_results(tmp_path / "results_12.jsonl")
+    records = read_results(tmp_path / f"results_{DOCS}.jsonl")
     failed = [r for r in records if r["status"] == "failed"]
     measured(f"no retries: requests={proxy.requests} faults={proxy.faults_injected} failed_items={len(failed)}/20")
     assert code == 1 and failed and len(records) == 20
@@ -109,13 +104,13 @@ def test_without_retries_failures_are_recorded_with_reasons_and_count_as_wrong(
 
     rerun = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", stack.router_url, "--protocol", "vllm"]
     assert eval_ruler_hqa.main([*rerun, "--limit", "20", "--tokenizer", str(stack.model_path), *FAST]) == 0
-    statuses, ids = _accounting(tmp_path / "results_12.jsonl")
+    statuses, ids = _accounting(tmp_path / f"results_{DOCS}.jsonl")
     assert statuses == Counter(completed=20) and len(set(ids)) == 20, "a rerun redoes exactly the failed items"
 
 
 @pytest.mark.server
 def test_training_hook_under_faults_never_trains_a_half_trajectory(
-    stack, hotpot_rows, monkeypatch, measured, fresh_settings
+    stack, synthetic_rows, monkeypatch, measured, fresh_settings
 ):
     monkeypatch.setenv("MEM_CHUNK_TOKENS", "256")
     monkeypatch.setenv("MEM_MAX_MEMORY", "12")
@@ -123,17 +118,11 @@ def test_training_hook_under_faults_never_trains_a_half_trajectory(
     monkeypatch.setenv("MEM_MAX_RETRIES", "1")
     monkeypatch.setenv("MEM_REQUEST_TIMEOUT", "4")
     rollout.reset_caches()
-    rows = [
-        {
-            "prompt": row["question"],
-            "label": row["answer"],
-            "metadata": {
-                "context": "\n\n".join("".join(s) for s in row["context"]["sentences"]),
-                "ground_truth": [row["answer"]],
-            },
-        }
-        for row in hotpot_rows[:4]
-    ]
+    rows = []
+    for first in range(0, 12, 3):  # a question, with two other rows' paragraphs as more distractors
+        row = synthetic_rows[first]
+        metadata = {"context": document_text(synthetic_rows[first : first + 3]), "ground_truth": [row["answer"]]}
+        rows.append({"prompt": row["question"], "label": row["answer"], "metadata": metadata})
     with fault_proxy(stack.router_url, random_faults(0.25, TRANSIENT_FAULTS, seed=11), stall_s=8.0) as proxy:
         args = host_args(proxy.url, hf_checkpoint=str(stack.model_path), n_samples_per_prompt=4)
 
@@ -172,7 +161,7 @@ def test_killing_the_evaluator_five_times_still_ends_with_one_line_per_item(stac
     argv = [sys.executable, "-m", "mem_agent.eval_ruler_hqa", "--data", str(eval_file), "--output-dir", str(tmp_path)]
     argv += ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path), "--limit", "24"]
     argv += ["--questions-in-flight", "4", *FAST]
-    results = tmp_path / "results_12.jsonl"
+    results = tmp_path / f"results_{DOCS}.jsonl"
     rng = random.Random(5)
     kills = []
     for round_number in range(5):

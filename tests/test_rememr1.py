@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import HOTPOT_SAMPLE, server_flags
+from conftest import document_text, server_flags
 from test_rollout_hooks import run_step, trainer_rows
 
 from mem_agent import build_long_context, eval_ruler_hqa, rollout
@@ -18,6 +18,7 @@ from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, ReMemR1Prompts, pa
 from mem_agent.retrieval import retrieve
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.step_rewards import MemoryTurnFacts, coverage, final_turn_reward, memory_turn_reward, recall_hit
+from mem_agent.tiny_model import COMMON_WORDS
 from mem_agent.tokenizer import decode, encode
 from mem_agent.workflow import MemoryAgent
 from support.slime_host import check_train_data, flatten_rollout
@@ -156,14 +157,14 @@ def test_a_recall_brings_back_an_earlier_memory_in_the_next_prompt_only(tokenize
 
 
 @pytest.mark.server
-def test_rememr1_runs_end_to_end_against_the_real_server(stack, tokenizer, hotpot_rows):
+def test_rememr1_runs_end_to_end_against_the_real_server(stack, tokenizer, qa_rows):
     config = MemAgentConfig(mode="rememr1", chunk_tokens=128, max_memory_tokens=24, max_final_tokens=16)
     agent = MemoryAgent(tokenizer, config)
-    context = "\n\n".join("".join(s) for s in hotpot_rows[0]["context"]["sentences"])
+    context = document_text(qa_rows[:2])
 
     async def go():
         async with RolloutClient(ClientSettings(stack.router_url, protocol=ApiProtocol.VLLM)) as client:
-            return await agent.run(hotpot_rows[0]["question"], context, client, SamplingParams())
+            return await agent.run(qa_rows[0]["question"], context, client, SamplingParams())
 
     trajectory = asyncio.run(go())
     assert trajectory.status is TrajectoryStatus.COMPLETED and trajectory.num_chunks >= 3
@@ -178,11 +179,36 @@ def test_rememr1_runs_end_to_end_against_the_real_server(stack, tokenizer, hotpo
 # --- through the hooks and the evaluator -----------------------------------------------------
 
 
+def _rows_the_tiny_model_can_partly_answer(rows: list[dict], per_row: int) -> list[dict]:
+    """Trainer rows whose state rewards vary from turn to turn, whatever the sampling draws.
+
+    A state reward counts the answer words a memory holds. The tiny model writes only its ~65
+    COMMON_WORDS, never an invented town (or most real answers), so with the rows' own answers
+    every state reward is 0 and nothing would show the mixing. A ground truth of ten of those
+    words gives each memory of 16 such words a coverage of about 0 to 0.4 that differs between
+    turns and samples. Every `per_row` rows make one document (a synthetic row alone is about
+    450 tokens, two chunks of the hooks' 256; three make about six).
+    """
+    truth = " ".join(COMMON_WORDS[:10])
+    longer = []
+    for first in range(0, len(rows) - per_row + 1, per_row):
+        group = rows[first : first + per_row]
+        context = {key: [item for row in group for item in row["context"][key]] for key in ("title", "sentences")}
+        longer.append({**group[0], "answer": truth, "context": context})
+    return longer
+
+
 @pytest.mark.server
-def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(stack, hotpot_rows, monkeypatch, fresh_settings):
+def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(
+    stack, synthetic_rows, monkeypatch, fresh_settings
+):
     monkeypatch.setenv("MEM_MODE", "rememr1")
     monkeypatch.setenv("MEM_REMEMR1_ALPHA", "0.5")
-    step = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 2))
+    step = run_step(
+        stack.router_url,
+        stack.model_path,
+        trainer_rows(_rows_the_tiny_model_can_partly_answer(synthetic_rows[:6], 3), 2),
+    )
     rows = flatten_rollout(step.output)
     data = convert_samples_to_train_data(step.args, rows)
     check_train_data(data, rollout_counted=True)
@@ -203,17 +229,13 @@ def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(stack, hot
 
 
 @pytest.mark.server
-def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, hotpot_rows, monkeypatch):
+def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, synthetic_file, monkeypatch):
     monkeypatch.setenv("MEM_MODE", "rememr1")
-    assert (
-        build_long_context.main(
-            ["--input", str(HOTPOT_SAMPLE), "--num-docs", "10", "--num-questions", "3", "--out-dir", str(tmp_path)]
-        )
-        == 0
-    )
+    build = ["--input", str(synthetic_file), "--num-docs", "30", "--num-questions", "3", "--out-dir", str(tmp_path)]
+    assert build_long_context.main(build) == 0  # 30 synthetic documents: about 1,300 tokens, 6 chunks of 256
     argv = [
         "--data",
-        str(tmp_path / "eval_10.json"),
+        str(tmp_path / "eval_30.json"),
         "--output-dir",
         str(tmp_path / "out"),
         *server_flags(stack),
@@ -229,7 +251,7 @@ def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, h
         "1.0",
     ]
     assert eval_ruler_hqa.main(argv) == 0
-    records = [json.loads(line) for line in (tmp_path / "out" / "results_10.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (tmp_path / "out" / "results_30.jsonl").read_text().splitlines()]
     assert all("recall_share" in r and "recall_hit_rate" in r for r in records)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())["results"][0]
     assert "recall_share" in summary

@@ -1,22 +1,18 @@
-"""The one-document command: your own text in, memory after each chunk and the answer out."""
+"""The one-document command: your own text in, memory after each chunk and the answer out.
+
+Documents are two synthetic rows (about 800 tokens, 4 chunks of 256), and two real rows where the
+sample exists (about 2,700 tokens)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from conftest import server_flags
+from conftest import document_text, server_flags
 
 from mem_agent import run_document
 
 pytestmark = pytest.mark.server
-
-
-def _context(row: dict) -> str:
-    return "\n\n".join(
-        f"{title}\n{''.join(sentences)}"
-        for title, sentences in zip(row["context"]["title"], row["context"]["sentences"], strict=True)
-    )
 
 
 def _argv(stack, *extra: str) -> list[str]:
@@ -32,14 +28,13 @@ def _argv(stack, *extra: str) -> list[str]:
     ]
 
 
-def test_prints_the_memory_after_each_chunk_then_the_answer(stack, hotpot_rows, tmp_path, capsys):
+def test_prints_the_memory_after_each_chunk_then_the_answer(stack, qa_rows, tmp_path, capsys):
     document = tmp_path / "doc.txt"
-    document.write_text(_context(hotpot_rows[0]))
+    document.write_text(document_text(qa_rows[:2]))
     trajectory_file = tmp_path / "run.json"
+    question = qa_rows[0]["question"]
     code = run_document.main(
-        _argv(
-            stack, "--question", hotpot_rows[0]["question"], "--document", str(document), "--json", str(trajectory_file)
-        )
+        _argv(stack, "--question", question, "--document", str(document), "--json", str(trajectory_file))
     )
     out = capsys.readouterr().out
     trajectory = json.loads(trajectory_file.read_text())
@@ -54,10 +49,10 @@ def test_prints_the_memory_after_each_chunk_then_the_answer(stack, hotpot_rows, 
     assert trajectory["turns"][-1]["kind"] == "final" and len(trajectory["turns"]) == chunks + 1
 
 
-def test_reads_the_document_from_stdin(stack, hotpot_rows, capsys, monkeypatch):
+def test_reads_the_document_from_stdin(stack, synthetic_rows, capsys, monkeypatch):
     import io
 
-    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(_context(hotpot_rows[1]).encode())))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(document_text(synthetic_rows[2:4]).encode())))
     assert run_document.main(_argv(stack, "--question", "Who?", "--quiet")) == 0
     assert "== memory" not in capsys.readouterr().out
 

@@ -47,7 +47,7 @@ def test_the_evaluator_scores_officially_by_default_and_records_the_rules(answer
     monkeypatch.delenv("MEM_FOLD_UNICODE", raising=False)
     run, result = _evaluate(answer_server, tmp_path)
     assert run["scoring"] == {"fold_unicode": False, "empty_guard": False}
-    assert run["config"]["fold_unicode"] == "False"
+    assert run["config"]["fold_unicode"] is False
     assert (result["em"], result["sub_em"]) == (0.0, 100.0)
 
 

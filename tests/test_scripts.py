@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import HOTPOT_SAMPLE, PROJECT_ROOT
+from conftest import PROJECT_ROOT
 
 from mem_agent.config import SETTINGS
 from mem_agent.processes import free_port
@@ -147,7 +147,7 @@ def trainer(tmp_path) -> dict[str, str]:
 
 def _train(trainer: dict[str, str], host: str, **extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in trainer.items() if k not in ("slime", "vime")}
-    env.update(TRAINER_ROOT=trainer[host], DRY_RUN="1", WANDB_API_KEY=SECRET, **extra)
+    env.update({"TRAINER_ROOT": trainer[host], "DRY_RUN": "1", "WANDB_API_KEY": SECRET} | extra)
     return _run(SCRIPTS / "run-qwen3-4b-train.sh", env)
 
 
@@ -261,20 +261,24 @@ def test_train_eval_during_training_only_when_eval_data_is_set(trainer, tmp_path
 
 
 def test_train_reports_every_problem_at_once_and_starts_nothing(trainer, tmp_path):
+    """A real run (not a dry run) refuses missing paths; both bad MEM_* values are named, not just the first."""
     result = _train(
         trainer,
         "slime",
+        DRY_RUN="0",
         HF_CKPT=str(tmp_path / "nope"),
         TRAIN_DATA=str(tmp_path / "none.jsonl"),
         MEM_CHUNK_TOKENS="0",
+        MEM_MAX_FINAL="-1",
         NNODES="two",
     )
     assert result.returncode == 2
-    assert "cannot start, 4 problem(s)" in result.stderr
+    assert "cannot start, 5 problem(s)" in result.stderr
     for fragment in (
         f"HF_CKPT={tmp_path}/nope",
         f"TRAIN_DATA={tmp_path}/none.jsonl",
         "MEM_CHUNK_TOKENS=0 must be a positive integer (default 5000)",
+        "MEM_MAX_FINAL=-1 must be a positive integer (default 1024)",
         "NNODES=two must be a positive integer",
     ):
         assert fragment in result.stderr, fragment
@@ -471,9 +475,9 @@ def test_convert_a_single_iteration_by_number_or_name(checkpoints, single):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"SINGLE_ITER": "7"}, "iter_0000007 not found"),
+        ({"SINGLE_ITER": "7", "DRY_RUN": "0"}, "iter_0000007 not found"),
         ({"SINGLE_ITER": "x7"}, "SINGLE_ITER=x7 must be a number like 99 or iter_0000099"),
-        ({"HF_CKPT": "/nonexistent"}, "HF_CKPT=/nonexistent: original Hugging Face model not found"),
+        ({"HF_CKPT": "/nonexistent", "DRY_RUN": "0"}, "HF_CKPT=/nonexistent: original Hugging Face model not found"),
         ({"VOCAB_SIZE": "big"}, "VOCAB_SIZE=big must be a positive integer"),
     ],
 )
@@ -486,14 +490,15 @@ def test_convert_input_mistakes_are_clear_errors(checkpoints, change, message):
 def test_convert_without_checkpoints_or_model_lists_both_problems(checkpoints, tmp_path):
     empty = tmp_path / "empty_save"
     empty.mkdir()
-    result = _run(SCRIPTS / "convert-to-hf.sh", {**checkpoints, "SAVE_PATH": str(empty), "HF_CKPT": "/nonexistent"})
+    env = {**checkpoints, "SAVE_PATH": str(empty), "HF_CKPT": "/nonexistent", "DRY_RUN": "0"}
+    result = _run(SCRIPTS / "convert-to-hf.sh", env)
     assert result.returncode == 2 and "2 problem(s)" in result.stderr
     assert f"SAVE_PATH={empty} has no iter_* checkpoint folders" in result.stderr and "HF_CKPT=" in result.stderr
 
 
 def test_convert_needs_the_trainers_converter(checkpoints, tmp_path):
     (tmp_path / "bare").mkdir()
-    result = _run(SCRIPTS / "convert-to-hf.sh", {**checkpoints, "TRAINER_ROOT": str(tmp_path / "bare")})
+    result = _run(SCRIPTS / "convert-to-hf.sh", {**checkpoints, "TRAINER_ROOT": str(tmp_path / "bare"), "DRY_RUN": "0"})
     assert result.returncode == 2 and "tools/convert_torch_dist_to_hf.py not found" in result.stderr
 
 
@@ -519,7 +524,7 @@ def test_prepare_eval_data_reports_present_missing_and_invalid_files(tmp_path):
     (root / "eval_50.json").write_text(_eval_items(3))
     (root / "eval_100.json").write_text('[{"context": "c"}]')
     (root / "eval_400.json").write_text("[]")
-    result = _run(SCRIPTS / "prepare-eval-data.sh", {"DATA_ROOT": str(root), "LENGTHS": "50 100 200 400"})
+    result = _run(SCRIPTS / "prepare-eval-data.sh", {"DATA_ROOT": str(root), "LENGTH": "50 100 200 400"})
     assert result.returncode == 1
     table = _status_table(result.stdout)
     assert table["50"][1:3] == ["present", "3"] and table["50"][3].endswith("B")
@@ -533,14 +538,14 @@ def test_prepare_eval_data_reports_present_missing_and_invalid_files(tmp_path):
 def test_prepare_eval_data_succeeds_when_every_length_is_present(tmp_path):
     for n in (50, 100):
         (tmp_path / f"eval_{n}.json").write_text(_eval_items(2))
-    result = _run(SCRIPTS / "prepare-eval-data.sh", {"DATA_ROOT": str(tmp_path), "LENGTHS": "50 100"})
+    result = _run(SCRIPTS / "prepare-eval-data.sh", {"DATA_ROOT": str(tmp_path), "LENGTH": "50 100"})
     assert result.returncode == 0, result.stderr
     assert [row[1] for row in _status_table(result.stdout).values()] == ["present", "present"]
 
 
-def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path, hotpot_rows):
-    env = {"DATA_ROOT": str(tmp_path / "ruler"), "LENGTHS": "20 40", "NUM_QUESTIONS": "4"}
-    result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--build-from", str(HOTPOT_SAMPLE))
+def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path, synthetic_file):
+    env = {"DATA_ROOT": str(tmp_path / "ruler"), "LENGTH": "20 40", "NUM_QUESTIONS": "4"}
+    result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--build-from", str(synthetic_file))
     assert result.returncode == 0, result.stderr
     table = _status_table(result.stdout)
     assert table["20"][1:3] == ["built", "4"] and table["40"][1:3] == ["built", "4"]
@@ -550,7 +555,7 @@ def test_prepare_eval_data_build_dry_run_builds_only_the_missing_lengths(tmp_pat
     (tmp_path / "eval_50.json").write_text(_eval_items(1))
     raw = tmp_path / "raw.json"
     raw.write_text("[]")
-    env = {"DATA_ROOT": str(tmp_path), "LENGTHS": "50 100 200", "DRY_RUN": "1"}
+    env = {"DATA_ROOT": str(tmp_path), "LENGTH": "50 100 200", "DRY_RUN": "1"}
     result = _run(SCRIPTS / "prepare-eval-data.sh", env, "--build-from", str(raw))
     (line,) = [line for line in result.stdout.splitlines() if "mem_agent.build_long_context" in line]
     assert f"--input {raw} --num-docs 100 200 --num-questions 128 --seed 42 --out-dir {tmp_path}" in line
@@ -560,7 +565,7 @@ def test_prepare_eval_data_build_dry_run_builds_only_the_missing_lengths(tmp_pat
 def test_prepare_eval_data_download_dry_run_never_shows_the_token(tmp_path):
     env = {
         "DATA_ROOT": str(tmp_path / "ruler"),
-        "LENGTHS": "50",
+        "LENGTH": "50",
         "DRY_RUN": "1",
         "HF_TOKEN": SECRET,
         "HF_ENDPOINT": "https://mirror.example",
@@ -614,7 +619,7 @@ def hub() -> Iterator[str]:
 def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, hub, token):
     """A file is renamed into place only after it passed the check; a token arrives as a header."""
     root = tmp_path / "ruler"
-    env = {"DATA_ROOT": str(root), "LENGTHS": "50 100 200", "HF_ENDPOINT": hub}
+    env = {"DATA_ROOT": str(root), "LENGTH": "50 100 200", "HF_ENDPOINT": hub}
     env |= {"HF_TOKEN": token} if token else {}
     env |= {"no_proxy": "127.0.0.1", "NO_PROXY": "127.0.0.1"}
     started = time.monotonic()
@@ -653,13 +658,13 @@ def test_run_eval_with_a_model_and_no_gpu_serves_it_on_the_cpu_stack(tmp_path):
 
 
 @pytest.mark.server
-def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, hotpot_rows):
+def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, synthetic_file):
     data = tmp_path / "data"
     from mem_agent import build_long_context
 
     assert (
         build_long_context.main(
-            ["--input", str(HOTPOT_SAMPLE), "--num-docs", "8", "--num-questions", "2", "--out-dir", str(data)]
+            ["--input", str(synthetic_file), "--num-docs", "8", "--num-questions", "2", "--out-dir", str(data)]
         )
         == 0
     )

@@ -25,10 +25,10 @@ def test_segmented_encoding_gives_exactly_the_ids_of_one_encode(tokenizer, piece
     assert encode(tokenizer, text, segment_chars=segment_chars).tolist() == _whole(tokenizer, text)
 
 
-def test_real_documents_encode_identically_in_segments(tokenizer, hotpot_rows):
+def test_whole_documents_encode_identically_in_segments(tokenizer, qa_rows):
     text = "\n\n".join(
         f"Document {i}:\n{title}\n{''.join(sentences)}"
-        for i, row in enumerate(hotpot_rows)
+        for i, row in enumerate(qa_rows)
         for title, sentences in zip(row["context"]["title"], row["context"]["sentences"], strict=True)
     )
     ids = encode(tokenizer, text, segment_chars=2000)

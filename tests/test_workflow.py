@@ -3,6 +3,9 @@
 The tiny model writes gibberish, so these tests assert structure: how many turns, what each
 prompt is made of, that memory is the model's own ids, and how truncation, aborts and failures
 end a trajectory. A recording proxy in front of the router shows exactly what the server sent.
+Documents are our synthetic rows (about 400 tokens each: 6 chunks of 64); the id-for-id check
+also runs on a real HotpotQA row where the sample exists, since real text is where a decode and
+re-encode would show.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import document_text
 
 from mem_agent import workflow
 from mem_agent.config import MemAgentConfig
@@ -28,11 +32,6 @@ CHUNK = 64
 SAMPLING = SamplingParams(temperature=1.0, top_p=1.0, seed=None)
 
 
-def _hotpot_context(row: dict) -> str:
-    titles, sentences = row["context"]["title"], row["context"]["sentences"]
-    return "\n\n".join(f"{t}\n{''.join(s)}" for t, s in zip(titles, sentences, strict=True))
-
-
 def _agent(tokenizer, **overrides) -> MemoryAgent:
     settings = {"chunk_tokens": CHUNK, "max_memory_tokens": 48, "max_final_tokens": 32, **overrides}
     return MemoryAgent(tokenizer, MemAgentConfig(**settings))
@@ -46,9 +45,10 @@ def _run(agent, url, problem, context, **client_overrides):
     return asyncio.run(go())
 
 
-def test_contexts_of_1_to_12_chunks_give_one_memory_turn_per_chunk_then_a_final(stack, tokenizer, hotpot_rows):
+def test_contexts_of_1_to_12_chunks_give_one_memory_turn_per_chunk_then_a_final(stack, tokenizer, synthetic_rows):
     agent = _agent(tokenizer)
-    document = np.concatenate([encode(tokenizer, _hotpot_context(row)) for row in hotpot_rows[:3]])
+    document = encode(tokenizer, document_text(synthetic_rows[:3]))
+    assert len(document) >= 12 * CHUNK, "three rows fill 12 chunks"
     contexts = [document[: n * CHUNK - 7] for n in range(1, 13)]
 
     async def go():
@@ -69,11 +69,11 @@ def test_contexts_of_1_to_12_chunks_give_one_memory_turn_per_chunk_then_a_final(
 
 
 def test_each_prompt_is_problem_memory_and_chunk_and_the_final_sees_only_problem_and_memory(
-    stack, tokenizer, hotpot_rows
+    stack, tokenizer, synthetic_rows
 ):
     agent = _agent(tokenizer)
-    row = hotpot_rows[0]
-    context_ids = encode(tokenizer, _hotpot_context(row))[: 3 * CHUNK]
+    row = synthetic_rows[0]
+    context_ids = encode(tokenizer, document_text([row]))[: 3 * CHUNK]
     trajectory = _run(agent, stack.router_url, row["question"], context_ids)
     problem_ids = encode(tokenizer, row["question"])
     memory = agent.prompts.no_memory
@@ -88,12 +88,12 @@ def test_each_prompt_is_problem_memory_and_chunk_and_the_final_sees_only_problem
     assert len(final.prompt_ids) == agent.prompts.final_turn.static_tokens + len(problem_ids) + len(memory)
 
 
-def test_memory_and_training_ids_are_exactly_what_the_server_generated(stack, tokenizer, hotpot_rows):
+def test_memory_and_training_ids_are_exactly_what_the_server_generated(stack, tokenizer, qa_rows):
     """No decode and re-encode anywhere: ids and logprobs are the server's, memory is them less EOS."""
     agent = _agent(tokenizer)
-    context = _hotpot_context(hotpot_rows[1])[:2000]
+    context = document_text(qa_rows[1:2])[:2000]
     with fault_proxy(stack.router_url, scripted()) as proxy:
-        trajectory = _run(agent, proxy.url, hotpot_rows[1]["question"], context)
+        trajectory = _run(agent, proxy.url, qa_rows[1]["question"], context)
     sent = [json.loads(payload)["choices"][0] for payload in proxy.responses]
     assert len(sent) == len(trajectory.turns)
     for turn, choice in zip(trajectory.turns, sent, strict=True):
@@ -107,9 +107,9 @@ def test_memory_and_training_ids_are_exactly_what_the_server_generated(stack, to
     assert trajectory.answer == tokenizer.decode(sent[-1]["token_ids"], skip_special_tokens=True)
 
 
-def test_a_memory_cut_by_max_tokens_is_kept_and_its_turn_marked_truncated(stack, tokenizer, hotpot_rows):
+def test_a_memory_cut_by_max_tokens_is_kept_and_its_turn_marked_truncated(stack, tokenizer, synthetic_rows):
     agent = _agent(tokenizer, max_memory_tokens=3)
-    trajectory = _run(agent, stack.router_url, "Q?", _hotpot_context(hotpot_rows[2])[:1500])
+    trajectory = _run(agent, stack.router_url, "Q?", document_text(synthetic_rows[2:3])[:1500])
     memory_turns = [turn for turn in trajectory.turns if turn.kind is TurnKind.MEMORY]
     truncated = [turn for turn in memory_turns if turn.truncated]
     assert truncated, "with 3 tokens most memory turns are cut"
@@ -117,9 +117,10 @@ def test_a_memory_cut_by_max_tokens_is_kept_and_its_turn_marked_truncated(stack,
         assert turn.memory_ids.tolist() == turn.response_ids.tolist() and len(turn.memory_ids) == 3
 
 
-def test_the_chunk_cap_reads_the_first_and_last_halves_and_records_the_rest(stack, tokenizer, hotpot_rows):
+def test_the_chunk_cap_reads_the_first_and_last_halves_and_records_the_rest(stack, tokenizer, synthetic_rows):
     agent = _agent(tokenizer, max_chunks=2)
-    context_ids = encode(tokenizer, _hotpot_context(hotpot_rows[3]))[: 5 * CHUNK]
+    context_ids = encode(tokenizer, document_text(synthetic_rows[3:5]))[: 5 * CHUNK]
+    assert len(context_ids) == 5 * CHUNK
     trajectory = _run(agent, stack.router_url, "Q?", context_ids)
     assert trajectory.num_chunks == 2 and trajectory.dropped_tokens == 3 * CHUNK
     first, second = (turn.prompt_ids for turn in trajectory.turns[:2])
@@ -135,7 +136,7 @@ def _window(prompt: np.ndarray, needle: np.ndarray) -> list[int]:
     return []
 
 
-def test_a_document_is_tokenised_once_not_per_chunk(stack, tokenizer, hotpot_rows, monkeypatch):
+def test_a_document_is_tokenised_once_not_per_chunk(stack, tokenizer, synthetic_rows, monkeypatch):
     calls: list[int] = []
     real_encode = workflow.encode
 
@@ -144,25 +145,25 @@ def test_a_document_is_tokenised_once_not_per_chunk(stack, tokenizer, hotpot_row
         return real_encode(tok, text)
 
     monkeypatch.setattr(workflow, "encode", counting_encode)
-    context = _hotpot_context(hotpot_rows[4])
+    context = document_text(synthetic_rows[4:5])
     trajectory = _run(_agent(tokenizer), stack.router_url, "Q?", context)
     assert trajectory.num_chunks > 3
     assert sorted(calls) == sorted([len("Q?"), len(context)])
 
 
-def test_an_aborted_turn_ends_the_trajectory_as_aborted(stack, tokenizer, hotpot_rows):
+def test_an_aborted_turn_ends_the_trajectory_as_aborted(stack, tokenizer, synthetic_rows):
     agent = _agent(tokenizer)
     with fault_proxy(stack.router_url, scripted(None, Fault.ABORT)) as proxy:
-        trajectory = _run(agent, proxy.url, "Q?", _hotpot_context(hotpot_rows[5])[:2000])
+        trajectory = _run(agent, proxy.url, "Q?", document_text(synthetic_rows[5:6]))
     assert trajectory.status is TrajectoryStatus.ABORTED
     assert len(trajectory.turns) == 2 and trajectory.turns[-1].finish_reason is FinishReason.ABORT
     assert proxy.requests == 2, "no request is sent after an abort"
 
 
-def test_a_request_that_fails_for_good_fails_the_trajectory_with_its_reason(stack, tokenizer, hotpot_rows):
+def test_a_request_that_fails_for_good_fails_the_trajectory_with_its_reason(stack, tokenizer, synthetic_rows):
     agent = _agent(tokenizer)
     with fault_proxy(stack.router_url, scripted(None, None, Fault.HTTP_400)) as proxy:
-        trajectory = _run(agent, proxy.url, "Q?", _hotpot_context(hotpot_rows[6])[:2000])
+        trajectory = _run(agent, proxy.url, "Q?", document_text(synthetic_rows[6:7]))
     assert trajectory.status is TrajectoryStatus.FAILED
     assert "HTTP 400" in (trajectory.error or "") and "injected http_400" in (trajectory.error or "")
     assert len(trajectory.turns) == 2

@@ -3,13 +3,27 @@
 # variable with a default) and small helpers. Python owns the MEM_* agent settings and their
 # defaults (mem_agent/config.py): nothing here gives them a value, and only the ones the user set
 # travel to the Ray workers.
+#
+# Every script first checks all of its settings, collecting problems, and reports them in one
+# message before it starts a server or writes a file (report_problems). Something this machine
+# lacks (a path, a tool) is a problem for a real run but only a warning in a dry run, so that
+# DRY_RUN=1 previews a launch on any machine.
+
+# What the user set (non-empty, from the environment), before any default is filled in: a setting
+# that the chosen mode would ignore is judged on this (see unused).
+declare -A USER_SET=()
+while IFS= read -r _name; do
+  [[ -z "${!_name:-}" ]] || USER_SET[${_name}]=1
+done < <(compgen -e)
+unset _name
 
 MEM_AGENT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The folder holding mem_agent/: on the workers' PYTHONPATH, so a shared checkout works even
 # where `pip install -e <repo>` was not run.
 MEM_EXAMPLES_DIR=$(dirname "${MEM_AGENT_DIR}")
+# The checkout holding examples/: its .venv is where resolve_python looks first.
+MEM_REPO_ROOT=$(dirname "${MEM_EXAMPLES_DIR}")
 
-PYTHON=${PYTHON:-python3}
 DRY_RUN=${DRY_RUN:-0}
 TRAINER_ROOT=${TRAINER_ROOT:-${HOME}/slime}
 HOST_TRAINER=${HOST_TRAINER:-} # empty: detected from TRAINER_ROOT (see resolve_host_trainer)
@@ -49,24 +63,95 @@ run() {
   fi
 }
 
-# Checks only collect problems; report_problems then lists all of them in one message, before
-# anything has started, so a user fixes everything in one go instead of one error per attempt.
+# ---- collecting problems -------------------------------------------------------------------------
 PROBLEMS=()
-problem() {
+WARNINGS=()
+problem() { # a setting with a value that cannot work: refused in every run
   PROBLEMS+=("$*")
+}
+missing() { # something this machine lacks: refused in a real run, a warning in a dry run
+  if [[ "${DRY_RUN}" == "1" ]]; then
+    WARNINGS+=("$*")
+  else
+    PROBLEMS+=("$*")
+  fi
 }
 require_path() { # require_path VAR "what it is" ["how to get it"]
   local name=$1 what=$2 hint=${3:-} value=${!1:-}
   if [[ -z "${value}" ]]; then
     problem "${name} is not set: ${what}${hint:+ (${hint})}"
   elif [[ ! -e "${value}" ]]; then
-    problem "${name}=${value}: ${what} not found${hint:+ (${hint})}"
+    missing "${name}=${value}: ${what} not found${hint:+ (${hint})}"
   fi
 }
 require_cmd() { # require_cmd command "why"
-  command -v "$1" >/dev/null 2>&1 || problem "command '$1' not found: $2"
+  command -v "$1" >/dev/null 2>&1 || missing "command '$1' not found: $2"
 }
+require_count() { # require_count VAR [minimum=1]: an integer >= minimum
+  local minimum=${2:-1} value=${!1}
+  if [[ ! "${value}" =~ ^[0-9]+$ ]] || ((10#${value} < minimum)); then
+    if ((minimum == 1)); then
+      problem "$1=${value} must be a positive integer"
+    else
+      problem "$1=${value} must be an integer >= ${minimum}"
+    fi
+  fi
+}
+require_port() { # require_port VAR: a TCP port number
+  if [[ ! "${!1}" =~ ^[0-9]+$ ]] || ((10#${!1} < 1 || 10#${!1} > 65535)); then
+    problem "$1=${!1} must be a port number (1 to 65535)"
+  fi
+}
+require_flag() { # require_flag VAR: 0 or 1
+  [[ "${!1}" == 0 || "${!1}" == 1 ]] || problem "$1=${!1} must be 0 or 1"
+}
+require_choice() { # require_choice VAR choice...: one of the choices (empty: the default)
+  local name=$1 value=${!1:-} choice
+  shift
+  [[ -n "${value}" ]] || return 0
+  for choice in "$@"; do
+    [[ "${value}" == "${choice}" ]] && return 0
+  done
+  local IFS=,
+  problem "${name}=${value} must be one of $*"
+}
+require_number() { # require_number VAR low [high] [open]: a decimal number >= low (> low with open), <= high
+  local name=$1 value=${!1} low=$2 high=${3:-} open=${4:-} range
+  local bracket="[" relation=">="
+  [[ -z "${open}" ]] || bracket="(" relation=">"
+  range="${relation} ${low}"
+  [[ -z "${high}" ]] || range="in ${bracket}${low}, ${high}]"
+  if [[ ! "${value}" =~ ^[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]] ||
+    ! awk -v x="${value}" -v lo="${low}" -v hi="${high}" -v open="${open}" \
+      'BEGIN { exit !((open ? x + 0 > lo + 0 : x + 0 >= lo + 0) && (hi == "" || x + 0 <= hi + 0)) }'; then
+    problem "${name}=${value} must be a number ${range}"
+  fi
+}
+# unused VAR... "why": each VAR the user set is a problem, because this mode would silently ignore it.
+unused() {
+  local why=${!#} name
+  for name in "${@:1:$#-1}"; do
+    [[ -z "${USER_SET[${name}]:-}" ]] || problem "${name} is set but not used: ${why}; unset it"
+  done
+}
+
+# Warnings first (a dry run goes on after them), then every problem in one message and exit 2.
+# With _MEM_CHECK_ONLY=1 (a script checking another's settings, e.g. run-eval.sh before it
+# converts a checkpoint) both are printed to stdout as "problem<TAB>text" / "warning<TAB>text"
+# lines instead, and the script stops there: nothing is started either way.
 report_problems() {
+  if [[ "${_MEM_CHECK_ONLY:-0}" == "1" ]]; then
+    ((${#PROBLEMS[@]} == 0)) || printf 'problem\t%s\n' "${PROBLEMS[@]}"
+    ((${#WARNINGS[@]} == 0)) || printf 'warning\t%s\n' "${WARNINGS[@]}"
+    exit 0
+  fi
+  if ((${#WARNINGS[@]})); then
+    {
+      echo "warning: dry run on a machine that lacks what a real run needs (a real run would refuse to start):"
+      printf '  - %s\n' "${WARNINGS[@]}"
+    } >&2
+    WARNINGS=()
+  fi
   ((${#PROBLEMS[@]})) || return 0
   {
     echo "error: cannot start, ${#PROBLEMS[@]} problem(s):"
@@ -74,6 +159,20 @@ report_problems() {
     echo "nothing was started; see --help for every setting"
   } >&2
   exit 2
+}
+# adopt_checks "prefix" COMMAND...: run another script with _MEM_CHECK_ONLY=1 and take its
+# problems and warnings as ours, each prefixed.
+adopt_checks() {
+  local prefix=$1 out status=0 kind text
+  shift
+  out=$(_MEM_CHECK_ONLY=1 "$@" 2>&1) || status=$?
+  while IFS=$'\t' read -r kind text; do
+    case "${kind}" in
+      problem) problem "${prefix}${text}" ;;
+      warning) WARNINGS+=("${prefix}${text}") ;;
+    esac
+  done <<<"${out}"
+  ((status == 0)) || { out=${out##*$'\n'} && problem "${prefix}${out#error: }"; }
 }
 
 # Relative paths become absolute: the Ray job runs in another working directory.
@@ -84,6 +183,49 @@ make_absolute() { # make_absolute VAR...
   done
 }
 
+# True when a TCP socket of this node listens on the port, on any address (Linux's socket tables;
+# state 0A is LISTEN). Servers that bind the node's own address are not seen by asking 127.0.0.1.
+port_in_use() {
+  local hex
+  hex=$(printf ':%04X' "$1")
+  awk -v port="${hex}" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+# ---- the interpreter ---------------------------------------------------------------------------
+# PYTHON for the scripts that run mem_agent's own commands (evaluation, data): as set, else this
+# checkout's virtual environment (VENV, default <repo>/.venv, made by scripts/bootstrap.sh), else
+# python3. Those scripts put this checkout's examples/ folder first on PYTHONPATH, so the code
+# that runs is the code beside the script; what the interpreter must bring is the packages, looked
+# up without importing them (importlib.util.find_spec, ~50 ms). When they are absent the problem
+# says exactly what to run or set. Returns 1 (after reporting why) when PYTHON is not ready.
+resolve_python() { # resolve_python module...: the packages the script's commands import
+  local venv_python="${VENV:-${MEM_REPO_ROOT}/.venv}/bin/python" how absent
+  if [[ -n "${PYTHON:-}" ]]; then
+    how="PYTHON=${PYTHON}"
+  elif [[ -x "${venv_python}" ]]; then
+    PYTHON=${venv_python}
+    how="PYTHON (unset, so ${venv_python})"
+  else
+    PYTHON=python3
+    how="PYTHON (unset, and there is no ${venv_python}, so python3)"
+  fi
+  [[ "${_MEM_SETTINGS_ONLY:-0}" != "1" ]] || return 1 # the interpreter is made after the check (demo.sh)
+  if ! command -v "${PYTHON}" >/dev/null 2>&1; then
+    missing "${how}: no such interpreter; run bash ${MEM_REPO_ROOT}/scripts/bootstrap.sh (it makes ${venv_python}) or set PYTHON"
+    return 1
+  fi
+  absent=$("${PYTHON}" -c '
+import importlib.util, sys
+assert sys.version_info >= (3, 11), f"Python {sys.version.split()[0]} is older than 3.11"
+print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' \
+    "$@" 2>&1) || absent="anything (it failed to run: ${absent##*$'\n'})"
+  [[ -n "${absent}" ]] || return 0
+  missing "${how} cannot import ${absent}: run bash ${MEM_REPO_ROOT}/scripts/bootstrap.sh (it makes ${venv_python} with everything), or set PYTHON to an interpreter with mem-agent installed (pip install -e '${MEM_REPO_ROOT}[eval]')"
+  return 1
+}
+
+# ---- the trainers --------------------------------------------------------------------------------
 # HOST_TRAINER as given (slime | vime), else what the checkout holds: slime ships the `slime/`
 # package folder, vime the `vime/` one.
 resolve_host_trainer() {
@@ -99,22 +241,28 @@ resolve_host_trainer() {
   fi
 }
 
-# The MEM_* settings validated by Python itself (the same code the workers run), so a bad value
-# is reported here with the rest instead of failing inside a Ray actor minutes later.
+# The MEM_* settings validated by Python itself (the same code the workers run), every problem at
+# once, so a bad value is reported here with the rest instead of failing inside a Ray actor or a
+# server minutes later. config.py needs only the standard library: any Python 3.11 can check.
 check_mem_settings() {
-  command -v "${PYTHON}" >/dev/null 2>&1 || return 0 # reported by require_cmd
-  local out
-  if ! out=$(_MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" "${PYTHON}" -c '
+  local checker=${PYTHON:-python3} out line
+  command -v "${checker}" >/dev/null 2>&1 || checker=python3
+  if ! command -v "${checker}" >/dev/null 2>&1; then
+    missing "neither PYTHON=${PYTHON:-} nor python3 found: the MEM_* settings cannot be checked"
+    return 0
+  fi
+  if ! out=$(_MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" "${checker}" -c '
 import os, sys
 sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
-from mem_agent.config import ConfigError, MemAgentConfig
-try:
-    MemAgentConfig.from_env()
-except ConfigError as error:
-    sys.exit(str(error))
+from mem_agent.config import config_problems
+print("\n".join(config_problems()))
 ' 2>&1); then
-    problem "${out##*$'\n'}"
+    missing "${checker} cannot check the MEM_* settings (it needs Python 3.11 or newer): ${out##*$'\n'}"
+    return 0
   fi
+  while IFS= read -r line; do
+    [[ -z "${line}" ]] || problem "${line}"
+  done <<<"${out}"
 }
 
 # The Ray runtime environment of a job as JSON: PYTHONPATH (Megatron, the trainer, this package),
@@ -125,8 +273,10 @@ except ConfigError as error:
 # env in its job table and writes it to runtime_env_agent.log. Workers inherit secrets from the
 # environment of the `ray start` that launched their node instead.
 mem_env_json() {
+  local builder=${PYTHON:-python3}
+  command -v "${builder}" >/dev/null 2>&1 || builder=python3
   _MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" _MEM_PYTHONPATH="${MEGATRON_PATH}:${TRAINER_ROOT}:${MEM_EXAMPLES_DIR}" \
-    "${PYTHON}" -c '
+    "${builder}" -c '
 import json, os, sys
 sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
 from mem_agent.config import SETTINGS

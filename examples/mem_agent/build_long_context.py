@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from mem_agent.console import program_name
 from mem_agent.jsonstream import DataFormatError, write_json_array_atomic
 from mem_agent.qa_rows import Paragraph, QaRow, iter_rows
 
@@ -119,7 +120,7 @@ def build_items(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.build_long_context",
+        prog=program_name("mem_agent.build_long_context"),
         description="Build RULER-HQA-shaped eval_<N>.json files from HotpotQA or 2WikiMultiHopQA rows.",
     )
     parser.add_argument("--input", type=Path, required=True, help="raw QA file: JSON array or JSON Lines")

@@ -9,6 +9,7 @@ shell scripts forward only what the user set. The README's settings table is gen
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -43,6 +44,12 @@ class CoverageRule(StrEnum):
 
     SUBSTRING = "substring"  # its whitespace-split words, case-sensitive, as sub-strings (the released code)
     WORDS = "words"  # lower-cased whole words (`\w+` runs)
+
+
+class TokenizerBackend(StrEnum):
+    AUTO = "auto"
+    LIGHT = "light"
+    TRANSFORMERS = "transformers"
 
 
 class ProtocolChoice(StrEnum):
@@ -127,6 +134,13 @@ SETTINGS: tuple[Setting, ...] = (
         "auto|vllm|sglang|openai",
         "Inference API; auto = the host trainer's.",
     ),
+    Setting(
+        "MEM_TOKENIZER",
+        "tokenizer",
+        TokenizerBackend.AUTO,
+        "auto|light|transformers",
+        "Tokenizer loader; auto = light (no torch, same ids) where it can read the folder, else transformers.",
+    ),
 )
 
 
@@ -149,6 +163,7 @@ class MemAgentConfig:
     connect_timeout_s: float = 10.0
     max_retries: int = 3
     protocol: ProtocolChoice = ProtocolChoice.AUTO
+    tokenizer: TokenizerBackend = TokenizerBackend.AUTO
 
     def __post_init__(self) -> None:
         for setting in SETTINGS:
@@ -175,6 +190,46 @@ class MemAgentConfig:
         return self.max_chunks * self.chunk_tokens if self.max_chunks else None
 
 
+# MEM_* variables the package reads that are not agent settings: the local stack's addresses for
+# the CLIs, the tiny model's cache and the tests' data folder. Never reported as misspellings.
+OTHER_MEM_VARIABLES = frozenset(
+    {"MEM_ROUTER_URL", "MEM_SERVER_URL", "MEM_MODEL_PATH", "MEM_SHARED_DATA", "MEM_CACHE_DIR"}
+)
+
+
+def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Every problem of the MEM_* settings in `environ`, one message each; empty when all are usable.
+
+    `MemAgentConfig.from_env` stops at the first bad value, which suits a process reading its own
+    settings. A launch script checks once for a person, who should see every mistake in one go,
+    including a variable that is one typo away from a setting (MEM_CHUNK_TOKEN would otherwise be
+    silently ignored and the default used).
+    """
+    environ = os.environ if environ is None else environ
+    problems = []
+    for setting in SETTINGS:
+        raw = environ.get(setting.env)
+        if raw is not None and raw.strip() != "":
+            try:
+                _parse(setting, raw.strip())
+            except ConfigError as error:
+                problems.append(str(error))
+    known = [setting.env for setting in SETTINGS]
+    for name in sorted(environ):
+        if name.startswith("MEM_") and name not in known and name not in OTHER_MEM_VARIABLES:
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
+            if close:
+                problems.append(f"{name} is not a setting: did you mean {close[0]}? (see the README's settings table)")
+    return problems
+
+
+def setting_from_env(env: str, environ: Mapping[str, str] | None = None) -> Any:
+    """One setting, parsed and validated, for code that needs it before a whole config exists."""
+    setting = next(s for s in SETTINGS if s.env == env)
+    raw = (os.environ if environ is None else environ).get(env, "").strip()
+    return _parse(setting, raw) if raw else setting.default
+
+
 def _fail(setting: Setting, raw: object) -> ConfigError:
     return ConfigError(f"{setting.env}={raw} must be {_DESCRIPTIONS[setting.kind]} (default {_shown(setting)})")
 
@@ -195,6 +250,7 @@ _DESCRIPTIONS = {
     "response|update": "one of response, update",
     "substring|words": "one of substring, words",
     "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
+    "auto|light|transformers": "one of auto, light, transformers",
 }
 
 _BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
@@ -204,6 +260,7 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "response|update": MemoryRule,
     "substring|words": CoverageRule,
     "auto|vllm|sglang|openai": ProtocolChoice,
+    "auto|light|transformers": TokenizerBackend,
 }
 
 

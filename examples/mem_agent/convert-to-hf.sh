@@ -19,7 +19,7 @@ usage: [VAR=value ...] bash examples/mem_agent/convert-to-hf.sh [-h | --help]
   TRAINER_ROOT  slime or vime checkout with tools/convert_torch_dist_to_hf.py (default: ~/slime)
   MEGATRON_PATH Megatron-LM checkout, put on PYTHONPATH (default: TRAINER_ROOT/../Megatron-LM)
   PYTHON        interpreter with torch and the trainer's requirements (default: python3)
-  DRY_RUN=1     print the commands instead of running them
+  DRY_RUN=1     print the commands instead of running them; what this machine lacks is a warning
 An iteration whose output folder has a config.json is skipped: the converter copies config.json
 last, so its presence means the conversion finished. A folder without it (an interrupted
 conversion) is converted again with --force. Nothing else is ever overwritten.
@@ -29,16 +29,18 @@ USAGE
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 accept_only_help "$@"
+PYTHON=${PYTHON:-python3} # the trainer's interpreter (its own environment, not this checkout's .venv)
 OUT_ROOT=${OUT_ROOT:-${SAVE_PATH}_hf}
 SINGLE_ITER=${SINGLE_ITER:-}
 VOCAB_SIZE=${VOCAB_SIZE:-}
 CONVERTER="${TRAINER_ROOT}/tools/convert_torch_dist_to_hf.py"
 
+require_flag DRY_RUN
 require_path SAVE_PATH "training save folder"
 require_path HF_CKPT "original Hugging Face model" "the model training started from"
-[[ ! -d "${HF_CKPT}" || -f "${HF_CKPT}/config.json" ]] || problem "HF_CKPT=${HF_CKPT} has no config.json: not a Hugging Face model folder"
+[[ ! -d "${HF_CKPT}" || -f "${HF_CKPT}/config.json" ]] || missing "HF_CKPT=${HF_CKPT} has no config.json: not a Hugging Face model folder"
 require_path TRAINER_ROOT "slime or vime checkout"
-[[ ! -d "${TRAINER_ROOT}" || -f "${CONVERTER}" ]] || problem "${CONVERTER} not found: TRAINER_ROOT is not a slime or vime checkout"
+[[ ! -d "${TRAINER_ROOT}" || -f "${CONVERTER}" ]] || missing "${CONVERTER} not found: TRAINER_ROOT is not a slime or vime checkout"
 require_cmd "${PYTHON}" "a Python with torch and the trainer's requirements (PYTHON=...)"
 [[ -z "${VOCAB_SIZE}" || "${VOCAB_SIZE}" =~ ^[1-9][0-9]*$ ]] || problem "VOCAB_SIZE=${VOCAB_SIZE} must be a positive integer"
 iterations=()
@@ -47,17 +49,17 @@ if [[ -n "${SINGLE_ITER}" ]]; then
   if [[ "${number}" =~ ^[0-9]+$ ]]; then
     iterations=("$(printf 'iter_%07d' "$((10#${number}))")")
     [[ ! -d "${SAVE_PATH}" || -d "${SAVE_PATH}/${iterations[0]}" ]] ||
-      problem "SINGLE_ITER=${SINGLE_ITER}: ${SAVE_PATH}/${iterations[0]} not found"
+      missing "SINGLE_ITER=${SINGLE_ITER}: ${SAVE_PATH}/${iterations[0]} not found"
   else
     problem "SINGLE_ITER=${SINGLE_ITER} must be a number like 99 or iter_0000099"
   fi
 elif [[ -d "${SAVE_PATH}" ]]; then
   mapfile -t iterations < <(find "${SAVE_PATH}" -mindepth 1 -maxdepth 1 -type d -name 'iter_*' -printf '%f\n' | sort)
-  ((${#iterations[@]})) || problem "SAVE_PATH=${SAVE_PATH} has no iter_* checkpoint folders (has training saved yet?)"
+  ((${#iterations[@]})) || missing "SAVE_PATH=${SAVE_PATH} has no iter_* checkpoint folders (has training saved yet?)"
 fi
 report_problems
 
-if [[ -z "${VOCAB_SIZE}" ]]; then
+if [[ -z "${VOCAB_SIZE}" && -f "${HF_CKPT}/config.json" ]] && command -v "${PYTHON}" >/dev/null; then # (else a dry run)
   VOCAB_SIZE=$(_CONFIG="${HF_CKPT}/config.json" "${PYTHON}" -c '
 import json, os
 config = json.load(open(os.environ["_CONFIG"]))

@@ -3,6 +3,12 @@
 The table and the plot read like the MemAgent paper's: sub_em x 100 per context length, with
 EM, F1 and the strict training reward beside it, and the count of failed items (which are scored
 as wrong) so that a flaky server can never pass for a weak model or the reverse.
+
+A rerun into the same folder reuses finished results. summary.json therefore keeps the facts of
+every run that produced results (`run`: the latest, `earlier_runs`: the ones before, oldest
+first), and a run that reused everything adds none: its zero requests never replace the facts of
+the run that did the work. Results are reused only when the settings that shape an answer are
+those of the earlier runs (`reuse_problems`); otherwise the evaluator refuses before it starts.
 """
 
 from __future__ import annotations
@@ -44,13 +50,80 @@ def format_table(reports: Sequence[EvalFileReport]) -> str:
     return "\n".join(lines)
 
 
+# Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
+ANSWER_SHAPING = ("config", "sampling", "tokenizer", "data")
+
+
+class ReuseError(ValueError):
+    """Earlier results that cannot be reused; the message names the folder and the way out."""
+
+
+def read_earlier_runs(output_dir: Path) -> list[dict[str, Any]] | None:
+    """Facts of the runs whose results `output_dir` holds, oldest first; None without a summary.json.
+
+    Also reads the older layout, whose single `run` held every config value as a string.
+    """
+    path = Path(output_dir) / SUMMARY_NAME
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise ReuseError(f"{path} cannot be read ({error}): move it aside, or pass --force to start over") from None
+    runs = [*document.get("earlier_runs", []), document.get("run")] if isinstance(document, dict) else []
+    return [run for run in runs if isinstance(run, dict)]
+
+
+def reuse_problems(earlier: dict[str, Any], now: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[str]:
+    """`config.chunk_tokens 5000 -> 4000` for each answer-shaping fact that changed (one level deep).
+    Values are compared as text, so the older all-strings layout compares
+    equal to typed values; a fact missing on either side is not compared."""
+    changes = []
+    for key in keys:
+        old, new = earlier.get(key), now.get(key)
+        if old is None or new is None:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            for name in sorted(old.keys() & new.keys()):
+                if _shown(old[name]) != _shown(new[name]):
+                    changes.append(f"{key}.{name} {_shown(old[name])} -> {_shown(new[name])}")
+        elif _shown(old) != _shown(new):
+            changes.append(f"{key} {_shown(old)} -> {_shown(new)}")
+    return changes
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else str(value)
+
+
+def check_reuse(output_dir: Path, facts: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[dict[str, Any]]:
+    """The facts of the earlier runs whose results `output_dir` holds, once they are known to have
+    made their answers the way this run will (`facts`); a ReuseError naming every change otherwise."""
+    if not any(path.stat().st_size for path in Path(output_dir).glob("results_*.jsonl")):
+        return []
+    earlier = read_earlier_runs(output_dir)
+    if earlier is None:
+        print(f"note: {output_dir} holds results but no summary.json (an interrupted run?): their settings are unknown")
+        return []
+    changes = reuse_problems(earlier[-1], facts, keys) if earlier else []
+    if changes:
+        raise ReuseError(
+            f"{output_dir} holds results made with other settings ({'; '.join(changes)}):"
+            " pass --force to redo them, or choose another --output-dir"
+        )
+    return earlier
+
+
 def write_reports(
-    reports: Sequence[EvalFileReport], output_dir: Path, run_facts: dict[str, Any], *, plot: bool = True
+    reports: Sequence[EvalFileReport], output_dir: Path, runs: Sequence[dict[str, Any]], *, plot: bool = True
 ) -> None:
+    """The table on stdout, then summary.json and the plot; `runs` are the facts of every run that
+    produced these results, oldest first (the last is the latest)."""
     print(format_table(reports), flush=True)
     document = {
         "results": [{"label": r.label, "file": str(r.path), **r.summary} for r in reports],
-        "run": run_facts,
+        "run": runs[-1] if runs else None,
+        "earlier_runs": list(runs[:-1]),
     }
     write_text_atomic(output_dir / SUMMARY_NAME, json.dumps(document, indent=2) + "\n")
     if plot:

@@ -12,8 +12,10 @@ as training.
 How it runs: questions are read one at a time from each file (a 6400-document file is ~450 MB
 and is never loaded whole), up to `--questions-in-flight` at once, each pipelining its own turns;
 requests share one limit (`--concurrency`) served most-turns-left first. Each finished question
-is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--force` redoes).
-At the end: a per-length table, `summary.json`, and `accuracy_vs_length.png`.
+is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--force` redoes),
+and refuses earlier results made with other settings. At the end: a per-length table,
+`summary.json` (with the facts of every run that produced the results), and
+`accuracy_vs_length.png`. `--check` validates the arguments and the reuse, and starts nothing.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 
@@ -26,6 +28,8 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +46,9 @@ from mem_agent.cli_common import (
     sampling_from_args,
 )
 from mem_agent.client_pool import ClientPool
-from mem_agent.config import AgentMode, ConfigError
-from mem_agent.eval_report import EvalFileReport, write_reports
+from mem_agent.config import AgentMode, ConfigError, MemAgentConfig
+from mem_agent.console import program_name
+from mem_agent.eval_report import EvalFileReport, ReuseError, check_reuse, write_reports
 from mem_agent.eval_results import ResultStore, read_results, summarize
 from mem_agent.jsonstream import DataFormatError, count_json_array_items, iter_json_array
 from mem_agent.records import SamplingParams
@@ -109,6 +114,7 @@ class Evaluator:
         self.questions_in_flight = questions_in_flight
         self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
         self.failed = 0
+        self.finished = 0  # items this run evaluated (failed ones included)
         self.context_tokens = 0
         self.started = time.monotonic()
 
@@ -183,6 +189,7 @@ class Evaluator:
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)
         store.append(record)
+        self.finished += 1
         self.failed += record["status"] != "completed"
         self.context_tokens += int(record.get("context_tokens", 0))
         elapsed = max(time.monotonic() - self.started, 1e-9)
@@ -197,7 +204,7 @@ class Evaluator:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.eval_ruler_hqa",
+        prog=program_name("mem_agent.eval_ruler_hqa"),
         description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json) and report accuracy vs length.",
     )
     parser.add_argument(
@@ -222,6 +229,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
     parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
     parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the arguments, the MEM_* settings and that earlier results in --output-dir"
+        " were made with the same settings; contact no server, write nothing (exit 0 or 2)",
+    )
     return parser
 
 
@@ -266,44 +279,67 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_positive(args)
         config = config_from_args(args)
         sampling = sampling_from_args(args)
+        if args.check:  # the data and the model may not exist yet: only what the flags decide
+            if not args.force:
+                check_reuse(args.output_dir, _settings_facts(args, config, sampling), ("config", "sampling"))
+            return 0
         files = resolve_files(args)
         agent = MemoryAgent(load_tokenizer(args.tokenizer), config)
         if not args.url or not all(args.url):
             raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
-        expected = {f: min(count_json_array_items(f.path), f.limit or sys.maxsize) for f in files}
+        sizes = {f: count_json_array_items(f.path) for f in files}
+        expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
+        facts = _settings_facts(args, config, sampling) | {"data": {f.label: n for f, n in sizes.items()}}
+        earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
         stores = {f: ResultStore.open(args.output_dir / f.results_name, force=args.force) for f in files}
-    except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError) as error:
+    except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for file, store in stores.items():
         if store.report.kept or store.report.repaired_partial_line:
-            print(f"resuming {file.path.name}: {store.report.kept} done, {store.report.dropped_failed} failed to redo")
+            print(
+                f"resuming {file.path.name}: {store.report.kept} done (results of earlier runs, reused),"
+                f" {store.report.dropped_failed} failed to redo"
+            )
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     try:
         evaluator, seconds = asyncio.run(_evaluate_all(args, agent, sampling, files, stores, sum(expected.values())))
     except DataFormatError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     reports = [
-        EvalFileReport(file.label, file.path, summarize(read_results(stores[file].path), expected[file]))
-        for file in files
+        EvalFileReport(
+            file.label, file.path, summarize(read_results(store.path), expected[file]) | {"reused": store.report.kept}
+        )
+        for file, store in stores.items()
     ]
-    run_facts = _run_facts(args, agent, sampling, evaluator, seconds)
-    write_reports(reports, args.output_dir, run_facts, plot=not args.no_plot)
+    reused = sum(store.report.kept for store in stores.values())
+    if evaluator.finished:
+        run = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
+        earlier_runs = [*earlier_runs, run | facts | _run_facts(args, evaluator, seconds)]
+    else:
+        print(f"nothing new to run: all {reused} results come from earlier runs, which summary.json describes")
+    write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot)
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
 
 
-def _run_facts(
-    args: argparse.Namespace, agent: MemoryAgent, sampling: SamplingParams, evaluator: Evaluator, seconds: float
-) -> dict[str, Any]:
-    """What produced these numbers, stored beside them (never a secret: no tokens, no headers)."""
+def _settings_facts(args: argparse.Namespace, config: MemAgentConfig, sampling: SamplingParams) -> dict[str, Any]:
+    """What shapes the answers, as typed JSON values (enums by the names the settings use)."""
+    tokenizer = Path(args.tokenizer)
+    return {
+        "config": {key: value.value if isinstance(value, Enum) else value for key, value in asdict(config).items()},
+        "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
+        "sampling": asdict(sampling),
+        "tokenizer": str(tokenizer.resolve()) if tokenizer.exists() else str(args.tokenizer),
+    }
+
+
+def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:
+    """How the run went, stored beside its numbers (never a secret: no tokens, no headers)."""
     return {
         "urls": args.url,
         "protocol": args.protocol,
         "model": args.model,
-        "tokenizer": str(args.tokenizer),
-        "config": {key: str(value) for key, value in asdict(agent.config).items()},
-        "scoring": asdict(evaluator.rules),  # the reporting rules: official HotpotQA unless opted out
-        "sampling": asdict(sampling),
         "concurrency": args.concurrency,
         "questions_in_flight": args.questions_in_flight,
         "seconds": round(seconds, 2),

@@ -12,17 +12,22 @@ usage() {
 usage: [VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download | --build-from RAW.json] [-h | --help]
 
   DATA_ROOT     folder of eval_<N>.json files (default: data/ruler_hqa, as run-eval.sh)
-  LENGTHS       document counts N to check (default: "50 100 200 400 800 1600 3200 6400")
+  LENGTH        document counts N to check (default: "50 100 200 400 800 1600 3200 6400"; the same
+                variable as run-eval.sh's)
   --download    (or DOWNLOAD=1) fetch the missing files from MemAgent's dataset on the Hub:
                 HF_ENDPOINT/datasets/HF_REPO/resolve/HF_REVISION/eval_<N>.json
     HF_ENDPOINT   default https://huggingface.co
     HF_REPO       default BytedTsinghua-SIA/hotpotqa      HF_REVISION  default main
     HF_TOKEN      only from the environment; sent as a header that curl reads from stdin
+    (HF_REPO and HF_REVISION without --download are errors: nothing would read them)
   --build-from RAW.json  (or BUILD_FROM=RAW.json) build the missing files locally from raw
                 HotpotQA / 2WikiMultiHopQA rows with mem_agent.build_long_context (no Hub access needed)
     NUM_QUESTIONS questions per built file (default: 128)    SEED  shuffle seed (default: 42)
-  PYTHON        interpreter for the checks and the builder (default: python3)
-  DRY_RUN=1     print the download or build commands instead of running them
+    (both without --build-from are errors: nothing would read them)
+  PYTHON        interpreter for the checks and the builder (default: VENV/bin/python, VENV
+                defaulting to the checkout's .venv made by scripts/bootstrap.sh; else python3)
+  DRY_RUN=1     print the download or build commands instead of running them; what this machine
+                lacks is a warning
 
 Each file must be a JSON array of objects with context, input and answers. The table gives each
 length's status (present, missing, downloaded, built, invalid, download failed, build failed),
@@ -58,8 +63,11 @@ done
 
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+[[ "${DOWNLOAD}" == "1" ]] || unused HF_REPO HF_REVISION "they choose what --download fetches"
+[[ -n "${BUILD_FROM}" ]] || unused NUM_QUESTIONS SEED "they shape what --build-from builds"
+[[ -z "${USER_SET[LENGTHS]:-}" ]] || problem "LENGTHS is not a setting: the document counts are LENGTH, as in run-eval.sh"
 DATA_ROOT=${DATA_ROOT:-data/ruler_hqa}
-LENGTHS=${LENGTHS:-"50 100 200 400 800 1600 3200 6400"}
+LENGTH=${LENGTH:-"50 100 200 400 800 1600 3200 6400"}
 HF_ENDPOINT=${HF_ENDPOINT:-https://huggingface.co}
 HF_REPO=${HF_REPO:-BytedTsinghua-SIA/hotpotqa}
 HF_REVISION=${HF_REVISION:-main}
@@ -68,16 +76,23 @@ SEED=${SEED:-42}
 # mem_agent from this checkout, also where `pip install -e` was not run.
 export PYTHONPATH="${MEM_EXAMPLES_DIR}${PYTHONPATH:+:${PYTHONPATH}}"
 
-read -r -a lengths <<<"${LENGTHS}"
-((${#lengths[@]})) || problem "LENGTHS is empty"
+read -r -a lengths <<<"${LENGTH}"
+((${#lengths[@]})) || problem "LENGTH='${LENGTH}' is empty: give document counts such as \"50 200\""
 for n in "${lengths[@]}"; do
-  [[ "${n}" =~ ^[1-9][0-9]*$ ]] || problem "LENGTHS has '${n}'; it must be positive integers"
+  [[ "${n}" =~ ^[1-9][0-9]*$ ]] || problem "LENGTH has '${n}': document counts are positive integers, such as \"50 200\""
 done
+require_flag DRY_RUN
+require_flag DOWNLOAD
 [[ "${DOWNLOAD}" != "1" || -z "${BUILD_FROM}" ]] || problem "choose one of --download and --build-from"
-[[ -z "${BUILD_FROM}" || -f "${BUILD_FROM}" ]] || problem "--build-from ${BUILD_FROM}: file not found"
-[[ "${NUM_QUESTIONS}" =~ ^[1-9][0-9]*$ ]] || problem "NUM_QUESTIONS=${NUM_QUESTIONS} must be a positive integer"
+[[ -z "${BUILD_FROM}" || -f "${BUILD_FROM}" ]] || missing "--build-from ${BUILD_FROM}: file not found"
+require_count NUM_QUESTIONS
+require_count SEED 0
 [[ "${DOWNLOAD}" != "1" ]] || require_cmd curl "it downloads the files"
-require_cmd "${PYTHON}" "it checks the files (PYTHON=...)"
+if [[ -n "${BUILD_FROM}" ]]; then
+  resolve_python tqdm || true # the builder
+else
+  resolve_python || true # the checks need only the standard library
+fi
 report_problems
 
 # Prints the item count of a valid file; fails with a one-line reason otherwise.

@@ -36,6 +36,7 @@ import numpy as np
 from tqdm import tqdm
 
 from mem_agent.build_long_context import choose_documents, render_context
+from mem_agent.console import program_name
 from mem_agent.io_utils import atomic_output
 from mem_agent.jsonstream import DataFormatError
 from mem_agent.qa_rows import Paragraph, QaRow, iter_raw_rows, parse_row
@@ -143,7 +144,16 @@ def write_rows(args: argparse.Namespace, pool: Sequence[Paragraph], tokenizer: A
             if args.max_rows and summary.written >= args.max_rows:
                 break
         if not summary.written:  # raising here keeps any earlier output file untouched
-            raise DataFormatError(f"no usable rows in the source (skipped: {dict(summary.skipped)})")
+            raise DataFormatError(f"no usable rows in the source ({_skipped_in_words(summary.skipped)})")
+
+
+def _skipped_in_words(skipped: Counter[str]) -> str:
+    """`3 rows skipped: empty answer; 1 row skipped: no paragraphs`, or `the source has no rows`."""
+    if not skipped:
+        return "the source has no rows"
+    return "; ".join(
+        f"{count} {'row' if count == 1 else 'rows'} skipped: {reason}" for reason, count in sorted(skipped.items())
+    )
 
 
 def print_summary(args: argparse.Namespace, summary: Summary) -> None:
@@ -162,7 +172,7 @@ def print_summary(args: argparse.Namespace, summary: Summary) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.prepare_data",
+        prog=program_name("mem_agent.prepare_data"),
         description="Convert HotpotQA-style rows into the trainer's JSONL (prompt, label, metadata.context).",
     )
     source = parser.add_mutually_exclusive_group(required=True)

@@ -3,7 +3,9 @@
 Every server we start gets its own process group and a log file (never a pipe nobody drains,
 which stalls a chatty server once the pipe buffer fills). Stopping signals that group only:
 vLLM forks an engine process, and stopping the API server's PID alone would orphan it, while a
-broad `pkill` would hit other users' jobs on a shared node.
+broad `pkill` would hit other users' jobs on a shared node. A stop returns only once no process
+of the group runs: a signal is delivered when its target is next scheduled, which on a loaded
+machine can be well after `kill` returns, and an orphaned child is reaped by init, not by us.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +27,10 @@ LOOPBACK = "127.0.0.1"
 
 class ServerStartError(RuntimeError):
     """A server did not become healthy; the message carries the tail of its log."""
+
+
+class ProcessStopError(RuntimeError):
+    """Processes of a group still ran after SIGKILL (stuck in the kernel, say); the message lists them."""
 
 
 def free_port(host: str = LOOPBACK) -> int:
@@ -55,16 +61,61 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def stop(self, grace_s: float = 15.0) -> None:
-        """SIGTERM the process group, then SIGKILL whatever is left after `grace_s`."""
-        if self.popen.poll() is None:
-            _signal_group(self.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=grace_s)
-        # The leader may be gone while a forked engine still runs in the group.
+    def stop(self, grace_s: float = 15.0, kill_wait_s: float = 30.0) -> None:
+        """SIGTERM the process group, SIGKILL it if anything still runs after `grace_s`, and return
+        once nothing of it runs; ProcessStopError if something outlives SIGKILL by `kill_wait_s`."""
+        _signal_group(self.pid, signal.SIGTERM)
+        if _wait_until(self._group_gone, grace_s):
+            return
+        # The leader, or a forked engine it left behind, ignored SIGTERM or was too slow.
         _signal_group(self.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=5)
+        if not _wait_until(self._group_gone, kill_wait_s):
+            raise ProcessStopError(
+                f"{self.name}: processes {running_in_group(self.pid)} of its group still run "
+                f"{kill_wait_s:.0f} s after SIGKILL"
+            )
+
+    def _group_gone(self) -> bool:
+        """The leader is reaped (by us: it is our child) and no other process of its group runs."""
+        return self.popen.poll() is not None and not running_in_group(self.pid)
+
+
+def running_in_group(pgid: int) -> list[int]:
+    """PIDs of the group's processes that have not exited (a zombie has: only its status is left).
+
+    Read from /proc, since `killpg(pgid, 0)` also finds zombies, which an orphan stays until init
+    reaps it. Without /proc (not Linux), any member found by `killpg` counts as running.
+    """
+    proc = Path("/proc")
+    if not (proc / "self" / "stat").exists():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [pgid]
+    running = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # exited while we looked
+            continue
+        state, _ppid, group = stat[stat.rindex(")") + 2 :].split()[:3]  # the command name may hold ") "
+        if int(group) == pgid and state not in ("Z", "X"):
+            running.append(int(entry.name))
+    return running
+
+
+def _wait_until(done: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval_s)
+    return True
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# RULER-HQA evaluation of a memory agent: serve the model, run the evaluator, stop what we started.
+# RULER-HQA evaluation of a memory agent: check every setting, serve the model, run the evaluator,
+# stop what we started.
 #
 #   MODEL_PATH=/models/my-memagent LENGTH="50 200 800" bash examples/mem_agent/run-eval.sh
+#   MODEL_PATH=/models/my-memagent DP=8 bash examples/mem_agent/run-eval.sh     # 8 GPUs, data-parallel
 #   CONVERT=1 SAVE_PATH=/ckpt/run1 HF_CKPT=/models/Qwen3-4B SINGLE_ITER=99 bash examples/mem_agent/run-eval.sh
 #   bash examples/mem_agent/run-eval.sh        # no model: the CPU demo with the tiny local Qwen3
 set -euo pipefail
@@ -10,32 +12,48 @@ usage() {
   cat <<'USAGE'
 usage: [VAR=value ...] bash examples/mem_agent/run-eval.sh
 
-What to evaluate
-  MODEL_PATH        Hugging Face model folder (default: none = the CPU demo: tiny Qwen3, synthetic data)
+Every setting is checked before anything starts; all problems are reported in one message. A
+setting the chosen mode does not use is an error (e.g. DATA_ROOT in the demo, TP with URL).
+
+What to evaluate (the mode)
+  MODEL_PATH        Hugging Face model folder, served here (default: none = the CPU demo: tiny Qwen3,
+                    synthetic data). With URL it only names the tokenizer.
   CONVERT=1         first convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; uses
-                    SAVE_PATH (training save folder), HF_CKPT (original HF model), SINGLE_ITER (e.g. 99)
-  URL               evaluate against this running server or router instead of starting vLLM
+                    SAVE_PATH (training save folder), HF_CKPT (original HF model), SINGLE_ITER (e.g. 99),
+                    OUT_ROOT (see convert-to-hf.sh --help)
+  URL               evaluate against this running server or router instead of serving a model
 Data and output
   LENGTH            document counts to run (default: "50 100 200 400 800 1600 3200 6400"; demo: "50 200")
-  DATA_ROOT         folder with eval_<N>.json (default: data/ruler_hqa; see prepare-eval-data.sh)
+  DATA_ROOT         folder with eval_<N>.json (default: data/ruler_hqa; see prepare-eval-data.sh; not the demo)
   SAVE_FILE         name of this run (default: the model folder's name; demo: demo)
-  OUTPUT_ROOT       runs go to OUTPUT_ROOT/SAVE_FILE (default: runs/eval; demo: runs)
-Server (ignored with URL)
-  TP                tensor-parallel size (default: 1)
-  HOST / PORT       where vLLM listens (default: 127.0.0.1 / 8000)
-  SERVE_TIMEOUT     seconds to wait for the server to be healthy (default: 1800)
-  EXTRA_SERVE_ARGS  more `vllm serve` flags, word-split (default: none)
+  OUTPUT_ROOT       runs go to OUTPUT_ROOT/SAVE_FILE (default: runs/eval; demo: runs). Rerunning into
+                    the same folder reuses its finished results and says so; the evaluator refuses
+                    earlier results made with other settings (EXTRA_EVAL_ARGS=--force redoes them)
+Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs)
+  TP                tensor-parallel size of each model replica (default: 1)
+  DP                data-parallel replicas, DP x TP GPUs in all (default: 1)
+  DP_MODE           with DP > 1: vllm = one server with vLLM's own --data-parallel-size (default);
+                    router = DP servers, one per TP GPUs (CUDA_VISIBLE_DEVICES), ports PORT+1 ...
+                    PORT+DP, behind vllm-router on PORT (metrics on PORT+DP+1)
+  HOST / PORT       where the server (or router) listens (default: 127.0.0.1 / 8000)
+  EXTRA_SERVE_ARGS  more vLLM server flags, word-split (default: none)
+  SERVE_TIMEOUT     seconds to wait for the servers to be healthy (default: 1800; also on CPU)
+  Without a GPU the model is served by vLLM's CPU build (mem_agent.local_stack) and the settings
+  above, except SERVE_TIMEOUT, are errors. Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/.
 Evaluator (defaults are the evaluator's own; see python -m mem_agent.eval_ruler_hqa --help)
   PROTOCOL          openai | vllm | sglang (default: openai for vllm serve and URL, vllm for the CPU stack)
-  CONCURRENCY, QUESTIONS_IN_FLIGHT, LIMIT, TEMPERATURE, TOP_P, EXTRA_EVAL_ARGS
+  CONCURRENCY, QUESTIONS_IN_FLIGHT, LIMIT (positive integers), TEMPERATURE (>= 0), TOP_P (0 to 1)
+  EXTRA_EVAL_ARGS   more evaluator flags, word-split (checked by the evaluator before anything starts)
   MEM_*             agent settings (chunk size, memory size, ...), read by the evaluator itself
-Demo only
+Demo only (no MODEL_PATH, no URL)
   DEMO_QUESTIONS    synthetic questions per length (default: 8)
   DEMO_MAX_MEMORY / DEMO_MAX_FINAL   token caps when MEM_MAX_MEMORY / MEM_MAX_FINAL are unset
                     (default: 128 / 64; the CPU server samples slowly, the tiny model says nothing)
 Other
-  PYTHON            interpreter with mem_agent installed (default: python3)
-  DRY_RUN=1         print the commands instead of running them
+  PYTHON            interpreter with mem_agent installed (default: VENV/bin/python, VENV defaulting
+                    to the checkout's .venv made by scripts/bootstrap.sh; else a python3 that
+                    imports mem_agent)
+  DRY_RUN=1         print the commands instead of running them; what this machine lacks is a warning
 USAGE
 }
 
@@ -43,10 +61,58 @@ USAGE
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 accept_only_help "$@"
 SCRIPT_DIR=${MEM_AGENT_DIR}
+# mem_agent from this checkout, also where `pip install -e` was not run.
+export PYTHONPATH="${MEM_EXAMPLES_DIR}${PYTHONPATH:+:${PYTHONPATH}}"
 MODEL_PATH=${MODEL_PATH:-}
 CONVERT=${CONVERT:-0}
 URL=${URL:-}
+
+# ---- the mode, and the settings it does not use (judged on what the user set) ----------------
+require_flag DRY_RUN
+require_flag CONVERT
+GPUS=()
+if [[ -n "${URL}" ]]; then
+  MODE=url
+elif [[ -n "${MODEL_PATH}" || "${CONVERT}" == "1" ]]; then
+  MODE=serve
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    if [[ -n "${CUDA_VISIBLE_DEVICES:-}" ]]; then
+      IFS=, read -r -a GPUS <<<"${CUDA_VISIBLE_DEVICES}"
+    else
+      mapfile -t GPUS < <(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr -d ' ')
+    fi
+  fi
+else
+  MODE=demo
+fi
+SERVER_KNOBS=(TP DP DP_MODE HOST PORT EXTRA_SERVE_ARGS)
+DEMO_KNOBS=(DEMO_QUESTIONS DEMO_MAX_MEMORY DEMO_MAX_FINAL)
+case "${MODE}" in
+  demo)
+    unused DATA_ROOT "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)"
+    unused "${SERVER_KNOBS[@]}" "the demo serves the tiny model on vLLM's CPU build (mem_agent.local_stack)"
+    ;;
+  url)
+    [[ "${CONVERT}" != "1" ]] || problem "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"
+    unused "${SERVER_KNOBS[@]}" SERVE_TIMEOUT "URL names a running server, nothing is served here"
+    unused "${DEMO_KNOBS[@]}" "the demo runs only without MODEL_PATH and URL"
+    ;;
+  serve)
+    [[ "${CONVERT}" != "1" || -z "${MODEL_PATH}" ]] || problem "CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH=${MODEL_PATH}"
+    ((${#GPUS[@]})) ||
+      unused "${SERVER_KNOBS[@]}" "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by vLLM's CPU build (mem_agent.local_stack)"
+    unused "${DEMO_KNOBS[@]}" "the demo runs only without MODEL_PATH and URL"
+    ;;
+esac
+[[ "${CONVERT}" == "1" ]] || unused SINGLE_ITER OUT_ROOT "they choose the checkpoint CONVERT=1 converts"
+[[ -n "${DP:-}" && "${DP:-}" != 1 ]] || unused DP_MODE "it chooses how DP > 1 replicas are served"
+[[ -z "${DEMO_MAX_MEMORY:-}" ]] || unused MEM_MAX_MEMORY "DEMO_MAX_MEMORY applies only while MEM_MAX_MEMORY is unset; set one of them"
+[[ -z "${DEMO_MAX_FINAL:-}" ]] || unused MEM_MAX_FINAL "DEMO_MAX_FINAL applies only while MEM_MAX_FINAL is unset; set one of them"
+
+# ---- the settings' values ----------------------------------------------------------------------
 TP=${TP:-1}
+DP=${DP:-1}
+DP_MODE=${DP_MODE:-vllm}
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 SERVE_TIMEOUT=${SERVE_TIMEOUT:-1800}
@@ -54,18 +120,9 @@ EXTRA_SERVE_ARGS=${EXTRA_SERVE_ARGS:-}
 EXTRA_EVAL_ARGS=${EXTRA_EVAL_ARGS:-}
 PROTOCOL=${PROTOCOL:-}
 DEMO_QUESTIONS=${DEMO_QUESTIONS:-8}
-
-if [[ "${CONVERT}" == "1" ]]; then
-  [[ -n "${SINGLE_ITER:-}" ]] || die "CONVERT=1 needs SINGLE_ITER (the iteration to convert, e.g. 99)"
-  iter_name=$(printf 'iter_%07d' "$((10#${SINGLE_ITER#iter_}))")
-  run env SINGLE_ITER="${SINGLE_ITER}" bash "${SCRIPT_DIR}/convert-to-hf.sh"
-  MODEL_PATH="${OUT_ROOT:-${SAVE_PATH}_hf}/${iter_name}"
-fi
-
-DEMO=0
-[[ -z "${MODEL_PATH}" && -z "${URL}" ]] && DEMO=1
-
-if [[ "${DEMO}" == "1" ]]; then
+DEMO_MAX_MEMORY=${DEMO_MAX_MEMORY:-128}
+DEMO_MAX_FINAL=${DEMO_MAX_FINAL:-64}
+if [[ "${MODE}" == "demo" ]]; then
   LENGTH=${LENGTH:-"50 200"}
   SAVE_FILE=${SAVE_FILE:-demo}
   OUTPUT_ROOT=${OUTPUT_ROOT:-runs}
@@ -73,112 +130,267 @@ else
   LENGTH=${LENGTH:-"50 100 200 400 800 1600 3200 6400"}
   SAVE_FILE=${SAVE_FILE:-$(basename "${MODEL_PATH:-server}")}
   OUTPUT_ROOT=${OUTPUT_ROOT:-runs/eval}
+  DATA_ROOT=${DATA_ROOT:-data/ruler_hqa}
 fi
 RUN_DIR="${OUTPUT_ROOT}/${SAVE_FILE}"
 read -r -a lengths <<<"${LENGTH}"
 read -r -a extra_eval <<<"${EXTRA_EVAL_ARGS}"
 read -r -a extra_serve <<<"${EXTRA_SERVE_ARGS}"
 
-eval_args=(--output-dir "${RUN_DIR}" --lengths "${lengths[@]}")
-[[ -n "${CONCURRENCY:-}" ]] && eval_args+=(--concurrency "${CONCURRENCY}")
-[[ -n "${QUESTIONS_IN_FLIGHT:-}" ]] && eval_args+=(--questions-in-flight "${QUESTIONS_IN_FLIGHT}")
-[[ -n "${LIMIT:-}" ]] && eval_args+=(--limit "${LIMIT}")
-[[ -n "${TEMPERATURE:-}" ]] && eval_args+=(--temperature "${TEMPERATURE}")
-[[ -n "${TOP_P:-}" ]] && eval_args+=(--top-p "${TOP_P}")
-eval_args+=("${extra_eval[@]}")
-
-run_demo() {
-  local data="${RUN_DIR}/data" raw="${RUN_DIR}/data/synthetic_qa.json" missing=()
-  echo "demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)"
-  [[ -f "${raw}" ]] || run "${PYTHON}" -m mem_agent.synthetic_qa --out "${raw}" --num-questions "$((DEMO_QUESTIONS * 4))"
-  for n in "${lengths[@]}"; do
-    [[ -f "${data}/eval_${n}.json" ]] || missing+=("${n}")
+((${#lengths[@]})) || problem "LENGTH='${LENGTH}' is empty: give document counts such as \"50 200\""
+declare -A seen_length=()
+for n in "${lengths[@]}"; do
+  if [[ ! "${n}" =~ ^[1-9][0-9]*$ ]]; then
+    problem "LENGTH has '${n}': document counts are positive integers, such as \"50 200\""
+  elif [[ -n "${seen_length[${n}]:-}" ]]; then
+    problem "LENGTH lists ${n} twice"
+  fi
+  seen_length[${n}]=1
+done
+for knob in CONCURRENCY QUESTIONS_IN_FLIGHT LIMIT; do
+  [[ -z "${!knob:-}" ]] || require_count "${knob}"
+done
+[[ -z "${TEMPERATURE:-}" ]] || require_number TEMPERATURE 0
+[[ -z "${TOP_P:-}" ]] || require_number TOP_P 0 1 open
+require_choice PROTOCOL openai vllm sglang
+require_count SERVE_TIMEOUT
+[[ -z "${URL}" || "${URL}" =~ ^https?://[^[:space:]]+$ ]] || problem "URL=${URL} must start with http:// or https://"
+if [[ "${MODE}" == "demo" ]]; then
+  for knob in "${DEMO_KNOBS[@]}"; do
+    require_count "${knob}"
   done
-  if ((${#missing[@]})); then
-    run "${PYTHON}" -m mem_agent.build_long_context --input "${raw}" --num-docs "${missing[@]}" \
-      --num-questions "${DEMO_QUESTIONS}" --out-dir "${data}"
+fi
+if ((${#GPUS[@]})); then
+  require_count TP
+  require_count DP
+  require_port PORT
+  require_choice DP_MODE vllm router
+  [[ -n "${HOST}" ]] || problem "HOST is empty"
+fi
+if [[ "${CONVERT}" == "1" ]]; then
+  if [[ -z "${SINGLE_ITER:-}" ]]; then
+    problem "CONVERT=1 needs SINGLE_ITER (the iteration to convert, e.g. 99)"
+  else
+    adopt_checks "CONVERT=1, convert-to-hf.sh: " env SINGLE_ITER="${SINGLE_ITER}" bash "${SCRIPT_DIR}/convert-to-hf.sh"
+    number=${SINGLE_ITER#iter_}
+    # Where convert-to-hf.sh writes it (a bad SINGLE_ITER is its problem, reported above).
+    [[ ! "${number}" =~ ^[0-9]+$ ]] || MODEL_PATH=$(printf '%s/iter_%07d' "${OUT_ROOT:-${SAVE_PATH}_hf}" "$((10#${number}))")
   fi
-  local caps=()
-  [[ -z "${MEM_MAX_MEMORY:-}" ]] && caps+=(--max-memory "${DEMO_MAX_MEMORY:-128}")
-  [[ -z "${MEM_MAX_FINAL:-}" ]] && caps+=(--max-final "${DEMO_MAX_FINAL:-64}")
-  # The local stack exports MEM_ROUTER_URL and MEM_MODEL_PATH, which the evaluator reads as its
-  # defaults for --url and --tokenizer; it stops vLLM and the router when the evaluator exits.
-  run "${PYTHON}" -m mem_agent.local_stack exec --run-dir "${RUN_DIR}/servers" -- \
-    "${PYTHON}" -m mem_agent.eval_ruler_hqa --data-root "${data}" --protocol "${PROTOCOL:-vllm}" \
-    "${caps[@]}" "${eval_args[@]}"
+fi
+needed=(aiohttp numpy orjson tqdm)                    # the evaluator
+[[ -n "${URL}" ]] || needed+=(vllm)                   # serving, on GPUs or on the CPU stack
+[[ " ${EXTRA_EVAL_ARGS} " == *" --no-plot "* ]] || needed+=(matplotlib) # the accuracy plot
+PYTHON_READY=1
+resolve_python "${needed[@]}" || PYTHON_READY=0
+check_mem_settings
+
+# ---- the paths and the machine -----------------------------------------------------------------
+if [[ "${MODE}" != "demo" ]]; then
+  absent=()
+  for n in "${lengths[@]}"; do
+    [[ -f "${DATA_ROOT}/eval_${n}.json" ]] || absent+=("eval_${n}.json")
+  done
+  ((${#absent[@]} == 0)) ||
+    missing "DATA_ROOT=${DATA_ROOT} lacks ${absent[*]} (get them with: DATA_ROOT=${DATA_ROOT} LENGTH=\"${LENGTH}\" bash ${SCRIPT_DIR}/prepare-eval-data.sh --download, or --build-from RAW.json)"
+fi
+if [[ -n "${MODEL_PATH}" && "${CONVERT}" != "1" && ! -f "${MODEL_PATH}/config.json" ]]; then
+  missing "MODEL_PATH=${MODEL_PATH} is not a Hugging Face model folder (no config.json)"
+fi
+if ((${#GPUS[@]} && ${#PROBLEMS[@]} == 0)); then
+  ((DP * TP <= ${#GPUS[@]})) ||
+    missing "DP=${DP} x TP=${TP} needs $((DP * TP)) GPUs; this node has ${#GPUS[@]} (${GPUS[*]})"
+  server_ports=("${PORT}")
+  if [[ "${DP_MODE}" == "router" ]] && ((DP > 1)); then
+    ((PORT + DP + 1 <= 65535)) || problem "PORT=${PORT}: the router mode needs ports up to PORT+DP+1 = $((PORT + DP + 1))"
+    for ((i = 1; i <= DP + 1; i++)); do
+      server_ports+=("$((PORT + i))")
+    done
+    # The router installed beside PYTHON (as in the project's .venv), else the one on PATH.
+    VLLM_ROUTER="$(dirname "${PYTHON}")/vllm-router"
+    [[ -x "${VLLM_ROUTER}" ]] || VLLM_ROUTER=$(command -v vllm-router || echo vllm-router)
+    command -v "${VLLM_ROUTER}" >/dev/null 2>&1 ||
+      missing "command 'vllm-router' not found: DP_MODE=router puts it in front of the servers (pip install vllm-router)"
+  fi
+  if [[ "${DRY_RUN}" != "1" ]]; then
+    for port in "${server_ports[@]}"; do
+      ! port_in_use "${port}" || problem "port ${port} is already in use on this node: choose another PORT"
+    done
+  fi
+fi
+if [[ "${MODE}" == "demo" ]]; then
+  # Data an earlier demo made is reused only if it has the questions asked for now.
+  for n in "${lengths[@]}"; do
+    file="${RUN_DIR}/data/eval_${n}.json"
+    [[ -f "${file}" ]] || continue
+    items=$("${PYTHON}" -m mem_agent.jsonstream --check "${file}" 2>&1) || items="?"
+    [[ "${items}" == "${DEMO_QUESTIONS}" ]] ||
+      problem "${file} (from an earlier demo) holds ${items##*$'\n'} questions, DEMO_QUESTIONS=${DEMO_QUESTIONS}: choose another SAVE_FILE, or move ${RUN_DIR} aside"
+  done
+fi
+if [[ "${MODE}" == "demo" && -f "${RUN_DIR}/data/synthetic_qa.json" ]]; then
+  items=$("${PYTHON}" -m mem_agent.jsonstream --check "${RUN_DIR}/data/synthetic_qa.json" 2>&1) || items="?"
+  [[ "${items}" == "$((DEMO_QUESTIONS * 4))" ]] ||
+    problem "${RUN_DIR}/data/synthetic_qa.json (from an earlier demo) holds ${items##*$'\n'} questions, not 4 x DEMO_QUESTIONS=${DEMO_QUESTIONS}: choose another SAVE_FILE, or move ${RUN_DIR} aside"
+fi
+
+# ---- the evaluator's own arguments, checked by the evaluator before anything starts ------------
+eval_args=(--output-dir "${RUN_DIR}" --lengths "${lengths[@]}")
+[[ -z "${CONCURRENCY:-}" ]] || eval_args+=(--concurrency "${CONCURRENCY}")
+[[ -z "${QUESTIONS_IN_FLIGHT:-}" ]] || eval_args+=(--questions-in-flight "${QUESTIONS_IN_FLIGHT}")
+[[ -z "${LIMIT:-}" ]] || eval_args+=(--limit "${LIMIT}")
+[[ -z "${TEMPERATURE:-}" ]] || eval_args+=(--temperature "${TEMPERATURE}")
+[[ -z "${TOP_P:-}" ]] || eval_args+=(--top-p "${TOP_P}")
+if [[ "${MODE}" == "demo" ]]; then
+  DATA_ROOT="${RUN_DIR}/data"
+  [[ -n "${MEM_MAX_MEMORY:-}" ]] || eval_args+=(--max-memory "${DEMO_MAX_MEMORY}")
+  [[ -n "${MEM_MAX_FINAL:-}" ]] || eval_args+=(--max-final "${DEMO_MAX_FINAL}")
+fi
+[[ -z "${MODEL_PATH}" ]] || eval_args+=(--tokenizer "${MODEL_PATH}")
+eval_args+=("${extra_eval[@]}")
+if [[ "${MODE}" == "demo" || (${#GPUS[@]} -eq 0 && "${MODE}" == "serve") ]]; then
+  PROTOCOL=${PROTOCOL:-vllm} # the CPU stack: vLLM with --enable-scale-out behind vllm-router
+else
+  PROTOCOL=${PROTOCOL:-openai}
+fi
+eval_args=(--data-root "${DATA_ROOT}" --protocol "${PROTOCOL}" "${eval_args[@]}")
+if ((PYTHON_READY && ${#PROBLEMS[@]} == 0)); then
+  if ! out=$("${PYTHON}" -m mem_agent.eval_ruler_hqa --check "${eval_args[@]}" 2>&1); then
+    out=${out##*$'\n'}
+    problem "the evaluator refuses its arguments (EXTRA_EVAL_ARGS and the settings above): ${out##*error: }"
+  fi
+fi
+report_problems
+
+# ---- serving -------------------------------------------------------------------------------------
+SERVER_PGIDS=()
+alive_servers() { # the process groups still running
+  local pgid
+  for pgid in "${SERVER_PGIDS[@]}"; do
+    ! kill -0 -- "-${pgid}" 2>/dev/null || echo "${pgid}"
+  done
+}
+stop_servers() { # each server is its own process group (setsid): stopping it stops its engine processes
+  local pgid waited=0
+  for pgid in $(alive_servers); do
+    kill -TERM -- "-${pgid}" 2>/dev/null || true
+  done
+  while [[ -n "$(alive_servers)" ]] && ((waited < 30)); do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  for pgid in $(alive_servers); do
+    kill -KILL -- "-${pgid}" 2>/dev/null || true
+  done
 }
 
-SERVER_PGID=""
-stop_server() {
-  if [[ -n "${SERVER_PGID}" ]]; then
-    kill -TERM -- "-${SERVER_PGID}" 2>/dev/null || true
-    sleep 5
-    kill -KILL -- "-${SERVER_PGID}" 2>/dev/null || true
-  fi
-}
-
-start_vllm() {
-  local log="${RUN_DIR}/vllm_server.log"
-  local serve=("${PYTHON}" -m vllm.entrypoints.openai.api_server --model "${MODEL_PATH}"
-    --host "${HOST}" --port "${PORT}" --tensor-parallel-size "${TP}" "${extra_serve[@]}")
+start_server() { # start_server NAME COMMAND...: in its own session, logged to servers/NAME.log
+  local name=$1 log="${RUN_DIR}/servers/$1.log"
+  shift
   if [[ "${DRY_RUN}" == "1" ]]; then
-    run "${serve[@]}"
-    URL="http://${HOST}:${PORT}"
-    return
+    run "$@"
+    return 0
   fi
-  mkdir -p "${RUN_DIR}"
-  # A new session makes the server its own process group, so stopping it also stops the
-  # engine processes it forks, and nothing else on the node.
-  setsid "${serve[@]}" >"${log}" 2>&1 </dev/null &
-  SERVER_PGID=$!
-  trap stop_server EXIT
-  URL="http://${HOST}:${PORT}"
-  local waited=0
-  until curl --silent --fail --noproxy '*' "${URL}/health" >/dev/null 2>&1; do
-    if ! kill -0 "${SERVER_PGID}" 2>/dev/null; then
-      echo "error: vLLM exited before it was healthy; last lines of ${log}:" >&2
+  mkdir -p "${RUN_DIR}/servers"
+  setsid "$@" >"${log}" 2>&1 </dev/null &
+  SERVER_PGIDS+=("$!")
+  echo "started ${name} (pid $!, log ${log})"
+}
+
+wait_healthy() { # wait_healthy URL NAME INDEX: until URL/health answers, server INDEX exits, or SERVE_TIMEOUT
+  local url=$1 log="${RUN_DIR}/servers/$2.log" waited=0
+  [[ "${DRY_RUN}" != "1" ]] || return 0
+  until curl --silent --fail --noproxy '*' "${url}/health" >/dev/null 2>&1; do
+    if ! kill -0 "${SERVER_PGIDS[$3]}" 2>/dev/null; then
+      echo "error: $2 exited before it was healthy; last lines of ${log}:" >&2
       tail -n 30 "${log}" >&2
       exit 1
     fi
     if ((waited >= SERVE_TIMEOUT)); then
-      echo "error: vLLM not healthy at ${URL} after ${SERVE_TIMEOUT} s; last lines of ${log}:" >&2
+      echo "error: $2 not healthy at ${url} after ${SERVE_TIMEOUT} s; last lines of ${log}:" >&2
       tail -n 30 "${log}" >&2
       exit 1
     fi
     sleep 5
     waited=$((waited + 5))
   done
-  echo "vLLM is up at ${URL} after ${waited} s (log: ${log})"
+  echo "$2 is up at ${url} after ${waited} s"
 }
 
-run_model() {
-  DATA_ROOT=${DATA_ROOT:-data/ruler_hqa}
-  local missing=()
-  for n in "${lengths[@]}"; do
-    [[ -f "${DATA_ROOT}/eval_${n}.json" ]] || missing+=("${DATA_ROOT}/eval_${n}.json")
-  done
-  if ((${#missing[@]})) && [[ "${DRY_RUN}" != "1" ]]; then
-    die "missing eval data: ${missing[*]} (get it with: DATA_ROOT=${DATA_ROOT} bash ${SCRIPT_DIR}/prepare-eval-data.sh --download)"
-  fi
-  [[ -z "${MODEL_PATH}" || -d "${MODEL_PATH}" || "${DRY_RUN}" == "1" ]] || die "MODEL_PATH ${MODEL_PATH} is not a folder"
-  local tokenizer=()
-  [[ -n "${MODEL_PATH}" ]] && tokenizer=(--tokenizer "${MODEL_PATH}")
-  if [[ -n "${URL}" ]]; then
-    run "${PYTHON}" -m mem_agent.eval_ruler_hqa --data-root "${DATA_ROOT}" --url "${URL}" \
-      --protocol "${PROTOCOL:-openai}" "${tokenizer[@]}" "${eval_args[@]}"
-  elif command -v nvidia-smi >/dev/null 2>&1; then
-    start_vllm
-    run "${PYTHON}" -m mem_agent.eval_ruler_hqa --data-root "${DATA_ROOT}" --url "${URL}" \
-      --protocol "${PROTOCOL:-openai}" "${tokenizer[@]}" "${eval_args[@]}"
+gpu_list() { # gpu_list FIRST COUNT: those entries of the node's GPU list, comma-separated
+  local IFS=,
+  echo "${GPUS[*]:$1:$2}"
+}
+
+# Data-parallel serving, two ways. DP_MODE=vllm: one server whose engine runs DP replicas and
+# balances requests itself (vLLM's --data-parallel-size; one port, one log). DP_MODE=router: DP
+# independent servers, replica i on GPUs [i*TP, (i+1)*TP) of the node's list, behind
+# vllm-router: a replica that fails leaves the others serving, and each has its own log.
+serve_on_gpus() {
+  local serve=("${PYTHON}" -m vllm.entrypoints.openai.api_server --model "${MODEL_PATH}" --host "${HOST}"
+    --tensor-parallel-size "${TP}" "${extra_serve[@]}")
+  trap stop_servers EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  if ((DP == 1)) || [[ "${DP_MODE}" == "vllm" ]]; then
+    local dp_flags=()
+    ((DP == 1)) || dp_flags=(--data-parallel-size "${DP}")
+    start_server vllm_server env CUDA_VISIBLE_DEVICES="$(gpu_list 0 $((DP * TP)))" \
+      "${serve[@]}" --port "${PORT}" "${dp_flags[@]}"
+    wait_healthy "http://${HOST}:${PORT}" vllm_server 0
   else
-    echo "no GPU found: serving ${MODEL_PATH} with vLLM's CPU build (slow beyond small models)"
-    run "${PYTHON}" -m mem_agent.local_stack exec --model "${MODEL_PATH}" --run-dir "${RUN_DIR}/servers" -- \
-      "${PYTHON}" -m mem_agent.eval_ruler_hqa --data-root "${DATA_ROOT}" --protocol "${PROTOCOL:-vllm}" "${eval_args[@]}"
+    local workers=() i
+    for ((i = 0; i < DP; i++)); do
+      workers+=("http://${HOST}:$((PORT + 1 + i))")
+      start_server "vllm_server_${i}" env CUDA_VISIBLE_DEVICES="$(gpu_list $((i * TP)) "${TP}")" \
+        "${serve[@]}" --port "$((PORT + 1 + i))"
+    done
+    for ((i = 0; i < DP; i++)); do
+      wait_healthy "${workers[i]}" "vllm_server_${i}" "${i}"
+    done
+    start_server vllm_router "${VLLM_ROUTER}" --host "${HOST}" --port "${PORT}" --worker-urls "${workers[@]}" \
+      --policy round_robin --prometheus-host "${HOST}" --prometheus-port "$((PORT + DP + 1))"
+    wait_healthy "http://${HOST}:${PORT}" vllm_router "${DP}"
   fi
+  URL="http://${HOST}:${PORT}"
 }
 
-if [[ "${DEMO}" == "1" ]]; then
-  run_demo
-else
-  run_model
+# ---- run -----------------------------------------------------------------------------------------
+if [[ "${CONVERT}" == "1" ]]; then
+  run env SINGLE_ITER="${SINGLE_ITER}" bash "${SCRIPT_DIR}/convert-to-hf.sh"
 fi
+evaluate=("${PYTHON}" -m mem_agent.eval_ruler_hqa "${eval_args[@]}")
+case "${MODE}" in
+  demo)
+    echo "demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)"
+    raw="${DATA_ROOT}/synthetic_qa.json"
+    if [[ -f "${raw}" ]]; then
+      echo "demo: reusing ${raw} (made by an earlier run)"
+    else
+      run "${PYTHON}" -m mem_agent.synthetic_qa --out "${raw}" --num-questions "$((DEMO_QUESTIONS * 4))"
+    fi
+    build=() reuse=()
+    for n in "${lengths[@]}"; do
+      if [[ -f "${DATA_ROOT}/eval_${n}.json" ]]; then reuse+=("eval_${n}.json"); else build+=("${n}"); fi
+    done
+    ((${#reuse[@]} == 0)) || echo "demo: reusing ${reuse[*]} in ${DATA_ROOT} (made by an earlier run)"
+    ((${#build[@]} == 0)) || run "${PYTHON}" -m mem_agent.build_long_context --input "${raw}" \
+      --num-docs "${build[@]}" --num-questions "${DEMO_QUESTIONS}" --out-dir "${DATA_ROOT}"
+    # The local stack exports MEM_ROUTER_URL and MEM_MODEL_PATH, which the evaluator reads as its
+    # defaults for --url and --tokenizer; it stops vLLM and the router when the evaluator exits.
+    run "${PYTHON}" -m mem_agent.local_stack exec --run-dir "${RUN_DIR}/servers" --start-timeout "${SERVE_TIMEOUT}" \
+      -- "${evaluate[@]}"
+    ;;
+  url)
+    run "${evaluate[@]}" --url "${URL}"
+    ;;
+  serve)
+    if ((${#GPUS[@]})); then
+      serve_on_gpus
+      run "${evaluate[@]}" --url "${URL}"
+    else
+      echo "no GPU found: serving ${MODEL_PATH} with vLLM's CPU build (slow beyond small models)"
+      run "${PYTHON}" -m mem_agent.local_stack exec --model "${MODEL_PATH}" --run-dir "${RUN_DIR}/servers" \
+        --start-timeout "${SERVE_TIMEOUT}" -- "${evaluate[@]}"
+    fi
+    ;;
+esac

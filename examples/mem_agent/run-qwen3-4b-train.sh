@@ -65,13 +65,17 @@ Logging and extras
                     is read by the workers from the environment of `ray start` on each node, never
                     put on a command line
   EXTRA_BACKEND_ARGS, EXTRA_ARGS   more trainer flags, appended as words
-  PYTHON=python3    DRY_RUN=1 (print every command, start nothing)
+  PYTHON=python3    DRY_RUN=1 (print every command, start nothing; works on any machine: what it
+                    lacks, such as ray, the checkouts or the checkpoints, is listed as warnings)
+Every setting is checked before anything starts and all problems are reported in one message; a
+setting the chosen mode does not use is an error (e.g. EVAL_INTERVAL without EVAL_DATA).
 USAGE
 }
 
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 accept_only_help "$@"
+PYTHON=${PYTHON:-python3} # the trainer's interpreter (its own environment, not this checkout's .venv)
 
 NUM_ROLLOUT=${NUM_ROLLOUT:-100}
 ROLLOUT_BATCH_SIZE=${ROLLOUT_BATCH_SIZE:-128}
@@ -129,22 +133,16 @@ EXTRA_ARGS=${EXTRA_ARGS:-}
 # under 108 bytes; the part Ray appends takes up to 67.
 RAY_TEMP_DIR_MAX=40
 
-require_count() { # require_count VAR: a positive integer
-  [[ "${!1}" =~ ^[1-9][0-9]*$ ]] || problem "$1=${!1} must be a positive integer"
-}
 is_loopback() {
   [[ "$1" == 127.* || "$1" == localhost || "$1" == ::1 ]]
 }
-# True when a TCP socket of this node listens on the port, on any address (Linux's socket tables;
-# state 0A is LISTEN). Ray's agents bind the node's own address, so asking 127.0.0.1 is not enough.
-port_in_use() {
-  local hex
-  hex=$(printf ':%04X' "$1")
-  awk -v port="${hex}" '$4 == "0A" && substr($2, length($2) - 4) == port { found = 1 } END { exit !found }' \
-    /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
+
+for knob in DRY_RUN JOIN USE_EXISTING_RAY KEEP_RAY ASYNC; do
+  require_flag "${knob}"
+done
 
 # ---- JOIN=1: this node joins the head's cluster and stays in the foreground -------------------
+# The other settings are not checked here: nodes often share one environment file.
 if [[ "${JOIN}" == "1" ]]; then
   require_count GPUS_PER_NODE
   require_cmd ray "install the trainer's requirements on this node"
@@ -164,20 +162,51 @@ require_path HF_CKPT "Qwen3-4B in Hugging Face format"
 require_path TORCH_DIST "Megatron torch_dist checkpoint" "make it with the trainer's tools/convert_hf_to_torch_dist.py"
 require_path TRAIN_DATA "training JSONL" "make it with python -m mem_agent.prepare_data"
 [[ -z "${EVAL_DATA}" ]] || require_path EVAL_DATA "evaluation JSONL"
+if [[ -z "${HOST_TRAINER}" && ! -d "${TRAINER_ROOT}" && "${DRY_RUN}" == "1" ]]; then # no checkout to look at
+  HOST_TRAINER=slime
+  WARNINGS+=("HOST_TRAINER is unknown without the checkout: the commands below assume slime (set HOST_TRAINER=vime for vime)")
+fi
 TRAIN_SCRIPT=train.py
 [[ "${ASYNC}" == "1" ]] && TRAIN_SCRIPT=train_async.py
 [[ ! -d "${TRAINER_ROOT}" || -f "${TRAINER_ROOT}/${TRAIN_SCRIPT}" ]] ||
-  problem "${TRAINER_ROOT}/${TRAIN_SCRIPT} not found: TRAINER_ROOT is not a slime or vime checkout"
+  missing "${TRAINER_ROOT}/${TRAIN_SCRIPT} not found: TRAINER_ROOT is not a slime or vime checkout"
 for knob in NUM_ROLLOUT ROLLOUT_BATCH_SIZE N_SAMPLES UPDATES_PER_ROLLOUT SAVE_INTERVAL NNODES GPUS_PER_NODE RAY_PORT \
   RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT TP PP CP MAX_TOKENS_PER_GPU ROLLOUT_GPUS_PER_ENGINE SERVER_CONCURRENCY \
   RAY_START_TIMEOUT RAY_STOP_TIMEOUT; do
   require_count "${knob}"
 done
 [[ -z "${GLOBAL_BATCH_SIZE}" ]] || require_count GLOBAL_BATCH_SIZE
-[[ -z "${LR_WARMUP_ITERS}" || "${LR_WARMUP_ITERS}" =~ ^[0-9]+$ ]] || problem "LR_WARMUP_ITERS=${LR_WARMUP_ITERS} must be an integer >= 0"
+[[ -z "${LR_WARMUP_ITERS}" ]] || require_count LR_WARMUP_ITERS 0
 [[ "${LOSS_WEIGHTING}" == token || "${LOSS_WEIGHTING}" == trajectory ]] ||
   problem "LOSS_WEIGHTING=${LOSS_WEIGHTING} must be token (MemAgent's token mean) or trajectory"
 [[ "${GRPO_STD_NORM}" == 0 || "${GRPO_STD_NORM}" == 1 ]] || problem "GRPO_STD_NORM=${GRPO_STD_NORM} must be 0 or 1"
+require_number WEIGHT_DECAY 0
+require_number ADAM_BETA1 0 1 open
+require_number ADAM_BETA2 0 1 open
+require_number EPS_CLIP_C 1 "" open
+require_count ROLLOUT_MAX_RESPONSE_LEN
+require_count EVAL_INTERVAL
+require_number LR 0 "" open
+require_number KL_COEF 0
+require_number EPS_CLIP 0 "" open
+require_number EPS_CLIP_HIGH 0 "" open
+require_number TEMPERATURE 0 "" open
+require_number EVAL_TEMPERATURE 0
+require_number EVAL_TOP_P 0 1 open
+require_number SGLANG_MEM_FRACTION 0 1 open
+require_number VLLM_GPU_MEMORY_UTILIZATION 0 1 open
+# Settings the chosen mode would silently ignore (judged on what the user set, not the defaults).
+[[ -n "${EVAL_DATA}" ]] || unused EVAL_INTERVAL EVAL_TEMPERATURE EVAL_TOP_P "evaluation during training is off without EVAL_DATA"
+[[ "${ASYNC}" == "1" ]] || unused ACTOR_GPUS_PER_NODE ROLLOUT_NUM_GPUS "they split the GPUs for ASYNC=1 only"
+[[ -n "${WANDB_PROJECT}" ]] || unused WANDB_GROUP "Weights & Biases is off without WANDB_PROJECT"
+if [[ "${HOST_TRAINER}" == slime ]]; then
+  unused VLLM_GPU_MEMORY_UTILIZATION "slime's rollout engines are SGLang (SGLANG_MEM_FRACTION)"
+else
+  unused SGLANG_MEM_FRACTION "vime's rollout engines are vLLM (VLLM_GPU_MEMORY_UTILIZATION)"
+fi
+[[ "${USE_EXISTING_RAY}" != "1" ]] ||
+  unused RAY_PORT RAY_DASHBOARD_HOST RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT RAY_TEMP_DIR KEEP_RAY \
+    "USE_EXISTING_RAY=1 starts no Ray head (RAY_JOB_ADDRESS names the cluster)"
 if ((${#PROBLEMS[@]} == 0)); then
   TRAJECTORIES=$((ROLLOUT_BATCH_SIZE * N_SAMPLES))
   if [[ -z "${GLOBAL_BATCH_SIZE}" ]]; then
@@ -196,7 +225,7 @@ if ((${#PROBLEMS[@]} == 0)); then
   fi
 fi
 require_cmd ray "install the trainer's requirements (ray[default], for the job API)"
-require_cmd "${PYTHON}" "a Python that can import mem_agent.config (PYTHON=...)"
+require_cmd "${PYTHON}" "the Python that runs the trainer's ${TRAIN_SCRIPT} (PYTHON=...)"
 check_mem_settings
 if [[ "${USE_EXISTING_RAY}" != "1" ]]; then
   require_cmd setsid "util-linux; it puts the Ray head in its own session so that only it is stopped"
@@ -397,7 +426,10 @@ if ((NNODES > 1)); then
     "(the job waits until their GPUs have joined)"
 fi
 
-RUNTIME_ENV=$(mem_env_json)
+if ! RUNTIME_ENV=$(mem_env_json 2>&1); then
+  [[ "${DRY_RUN}" == "1" ]] || die "cannot build the job's runtime env: ${RUNTIME_ENV##*$'\n'}"
+  RUNTIME_ENV='{"env_vars": "(built by Python 3.11 at run time; none found here)"}'
+fi
 echo "runtime env: ${RUNTIME_ENV}"
 JOB=(ray job submit --address "${RAY_JOB_ADDRESS}" --submission-id "${SUBMISSION_ID}" --runtime-env-json "${RUNTIME_ENV}"
   -- "${PYTHON}" "${TRAINER_ROOT}/${TRAIN_SCRIPT}" "${CLUSTER_ARGS[@]}" "${MODEL_ARGS[@]}" "${CKPT_ARGS[@]}"

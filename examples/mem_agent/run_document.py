@@ -28,6 +28,7 @@ from mem_agent.cli_common import (
     sampling_from_args,
 )
 from mem_agent.config import ConfigError
+from mem_agent.console import program_name
 from mem_agent.io_utils import write_text_atomic
 from mem_agent.records import SamplingParams, Trajectory, Turn, TurnKind
 from mem_agent.rollout_client import RolloutClient
@@ -38,7 +39,7 @@ from mem_agent.workflow import MemoryAgent
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.run_document",
+        prog=program_name("mem_agent.run_document"),
         description="Run a MemAgent over one long document (a file or stdin) and print its memory and answer.",
     )
     parser.add_argument("--question", required=True, help="the question to answer from the document")
