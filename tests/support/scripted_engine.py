@@ -22,6 +22,7 @@ from typing import Any
 
 from aiohttp import web
 
+from mem_agent.tokenizer import decode, encode
 from support.background_app import BackgroundApp
 
 END_OF_TURN = 151645  # <|im_end|>
@@ -77,8 +78,8 @@ class ScriptedEngine(BackgroundApp):
         return self._abort.is_set()
 
     def _completion(self, prompt_ids: list[int], max_tokens: int, seed: int | None) -> tuple[list[int], str]:
-        text = self.answer(self.tokenizer.decode(prompt_ids), seed)
-        ids = [*self.tokenizer.encode(f"\\boxed{{{text}}}", add_special_tokens=False), END_OF_TURN]
+        text = self.answer(decode(self.tokenizer, prompt_ids), seed)
+        ids = [*encode(self.tokenizer, f"\\boxed{{{text}}}").tolist(), END_OF_TURN]
         return (ids, "stop") if len(ids) <= max_tokens else (ids[:max_tokens], "length")
 
     async def _vllm(self, request: web.Request) -> web.Response:
@@ -106,7 +107,7 @@ class ScriptedEngine(BackgroundApp):
             "output_token_logprobs": [[-0.125 * (i + 1), token, None] for i, token in enumerate(ids)],
             "finish_reason": {"type": finish},
         }
-        return web.json_response({"text": self.tokenizer.decode(ids), "meta_info": meta})
+        return web.json_response({"text": decode(self.tokenizer, ids), "meta_info": meta})
 
 
 @contextmanager
