@@ -19,13 +19,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench import bench_chunking, bench_linear, bench_memory, bench_overhead, bench_scheduling, bench_startup
+from bench import (
+    bench_chunking,
+    bench_consistency,
+    bench_linear,
+    bench_memory,
+    bench_overhead,
+    bench_scheduling,
+    bench_startup,
+)
 from mem_agent.io_utils import write_text_atomic
 from mem_agent.local_stack import StackSettings, local_stack
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_OUT = RESULTS_DIR / "latest.json"
-NAMES = ("chunking", "scheduling", "memory", "overhead", "linear", "startup")
+NAMES = ("chunking", "scheduling", "memory", "overhead", "linear", "startup", "consistency")
+SHORT_DTYPE = {"bfloat16": "bf16", "float32": "fp32"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,12 @@ def checks(results: dict) -> list[Check]:
             found.append(
                 Check("6 start-up", f"{client}: first request (s)", seconds, f"<= {target}", seconds <= target)
             )
+    for dtype, server in results.get("consistency", {}).get("servers", {}).items():
+        label = SHORT_DTYPE.get(dtype, dtype)
+        ratio, mean, share = server["max_over_tolerance"], server["mean_over_ulp"], server["caught_share"]
+        found.append(Check("7 row consistency", f"max |diff| / tolerance, {label}", ratio, "<= 1", ratio <= 1))
+        found.append(Check("7 row consistency", f"mean |diff| / ulp, {label}", mean, "<= 1", mean <= 1))
+        found.append(Check("7 row consistency", f"corrupted steps caught, {label}", share, "= 1", share == 1))
     return found
 
 
@@ -114,11 +129,13 @@ def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
     ):
         if wanted(name):
             results[name] = _timed(name, lambda module=module: module.run(quick=quick))
-    if wanted("overhead") or wanted("linear"):
+    if wanted("overhead") or wanted("linear") or wanted("consistency"):
         with local_stack(StackSettings(run_dir=RESULTS_DIR / "servers")) as stack:
             for name, module in (("overhead", bench_overhead), ("linear", bench_linear)):
                 if wanted(name):
                     results[name] = _timed(name, lambda module=module: module.run(stack.router_url, quick=quick))
+            if wanted("consistency"):  # the shared stack is its bfloat16 server; it starts a float32 one
+                results["consistency"] = _timed("consistency", lambda: bench_consistency.run(stack, quick=quick))
     return results
 
 
@@ -142,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, result in results.items():
         if "server" in result:
             print(f"{name}: server = {result['server']}")
+    if "consistency" in results:
+        bench_consistency.print_report(results["consistency"])
     document = {
         "mode": "quick" if args.quick else "full",
         "machine": machine(),

@@ -101,6 +101,18 @@ def test_decode_gives_transformers_text_for_any_ids(pair, ids, skip):
     assert light.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip)
 
 
+@HYPOTHESIS
+@given(ids=st.lists(st.integers(0, 151668), max_size=30), skip=st.booleans())
+def test_ids_become_the_token_pieces_transformers_gives(pair, ids, skip):
+    """ReMemR1's TF-IDF retriever scores the tokenizer's pieces, so they must be transformers' own."""
+    light, hf = pair
+    assert light.convert_ids_to_tokens(ids, skip_special_tokens=skip) == hf.convert_ids_to_tokens(
+        ids, skip_special_tokens=skip
+    )
+    if ids:
+        assert light.convert_ids_to_tokens(ids[0]) == hf.convert_ids_to_tokens(ids[0])
+
+
 def test_decode_of_ids_that_split_a_character_matches_transformers(pair):
     light, hf = pair
     ids = encode(light, "a𓀀東京🫠ü<|im_end|>é").tolist()  # 𓀀 and 🫠 are three tokens each

@@ -106,6 +106,13 @@ class LightTokenizer:
             return self.unk_token_id if found is None else found
         return [self.convert_tokens_to_ids(token) for token in tokens]
 
+    def convert_ids_to_tokens(self, ids: int | Sequence[int], skip_special_tokens: bool = False) -> Any:
+        """Token strings of `ids` (byte-level pieces such as "Ġparis"), as transformers returns them."""
+        if isinstance(ids, int):
+            return self._backend.id_to_token(ids)
+        special = set(self.all_special_ids) if skip_special_tokens else set()
+        return [self._backend.id_to_token(int(i)) for i in ids if int(i) not in special]
+
     def decode(
         self,
         token_ids: int | Sequence[int] | Sequence[Sequence[int]] | np.ndarray,
