@@ -30,7 +30,8 @@ from support.host.data_source import DataSource
 from support.host.eval_loop import eval_rollout_single_dataset
 from support.host.rollout_loop import RolloutState, sampling_params
 from support.host.sample import Sample
-from support.host.step import StepResult, run_step
+from support.host.step import StepResult
+from support.host.step import run_step as run_host_step
 from support.sglang_shim import sglang_shim
 from support.slime_host import check_train_data
 from support.trainer_rows import trainer_rows
@@ -44,6 +45,7 @@ pytestmark = pytest.mark.usefixtures("fresh_settings")
 class Recorded:
     result: StepResult
     exchanges: list[tuple[bytes, bytes]]
+    args: object
 
 
 def real_step(router_url, model_path, rows, plan=None, backend="vime") -> Recorded:
@@ -58,8 +60,20 @@ def real_step(router_url, model_path, rows, plan=None, backend="vime") -> Record
             global_batch_size=N,
             grpo_std_normalization=False,
         )
-        result = run_step(args, DataSource(rows, N), dp_size=2, closers=(rollout.close_clients,))
-    return Recorded(result, proxy.exchanges)
+        result = run_host_step(args, DataSource(rows, N), dp_size=2, closers=(rollout.close_clients,))
+    return Recorded(result, proxy.exchanges, args)
+
+
+@dataclass
+class HostStep:
+    args: object
+    output: list  # the host's groups, as the rollout function returned them
+
+
+def run_step(router_url, model_path, rows, plan=None, backend="vime") -> HostStep:
+    """One rollout step's args and groups (test_rememr1 builds its own checks on these)."""
+    recorded = real_step(router_url, model_path, rows, plan=plan, backend=backend)
+    return HostStep(recorded.args, recorded.result.output.samples)
 
 
 @pytest.fixture(scope="module")
