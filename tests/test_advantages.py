@@ -90,3 +90,12 @@ def test_an_invalid_trajectory_stays_at_zero_on_every_turn_and_out_of_the_state_
 def test_a_state_reward_for_an_unknown_trajectory_is_an_error():
     with pytest.raises(ValueError, match="unknown trajectory"):
         turn_advantages(_group("q", {"a": 1.0}), [StepReward("q", "zz", 0, 1.0)], alpha=0.5)
+
+
+def test_without_centering_each_trajectory_keeps_its_raw_reward_and_std_is_not_applied():
+    """The host's --disable-rewards-normalization (or a non-group estimator): raw rewards, failures still 0."""
+    outcomes = [*_group("q", {"a": 1.0, "b": 0.0, "c": 1.0}), TrajectoryOutcome("q", "d", 1.0, valid=False)]
+    assert grpo_advantages(outcomes, std_normalize=True, center=False) == {"a": 1.0, "b": 0.0, "c": 1.0, "d": 0.0}
+    steps = [StepReward("q", "a", 0, 0.25), StepReward("q", "b", 0, 0.75)]
+    mixed = turn_advantages(_group("q", {"a": 1.0, "b": 0.0}), steps, alpha=0.5, center=False)
+    assert mixed.of("a", 0) == pytest.approx(0.5 * 1.0 + 0.5 * 0.25) and mixed.of("b", 0) == pytest.approx(0.375)

@@ -155,7 +155,9 @@ def test_the_hooks_apply_the_configured_state_scale(scale):
     """score_rows (reward post-process and convert alike) passes MEM_REMEMR1_STATE_SCALE on."""
     samples = _rows(0, 1.0, [0.2, 1.0]) + _rows(1, 0.0, [0.6, 1.0])
     config = MemAgentConfig(mode="rememr1", rememr1_alpha=0.5, rememr1_state_scale=scale)
-    scored = score_rows(host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=2), samples, config)
+    # The launch script's --disable-grpo-std-normalization: std division would cancel the scale.
+    args = host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=2, grpo_std_normalization=False)
+    scored = score_rows(args, samples, config)
     # outcome +-0.5; step 0 states 0.2, 0.6 -> -0.2, +0.2 before scaling; step 1 equal -> 0
     assert scored.advantages == pytest.approx(
         [0.5 * 0.5 + 0.5 * scale * -0.2, 0.5 * 0.5, 0.5 * -0.5 + 0.5 * scale * 0.2, 0.5 * -0.5]

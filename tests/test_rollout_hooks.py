@@ -1,11 +1,12 @@
 """The slime/vime hooks through whole rollout steps, against the real vLLM server and router.
 
-The trainer host is a test double (tests/support/slime_host.py) that mirrors slime's Sample, its
-rollout loop and its train-data consumer; everything on the inference side is real. One rollout
-step (3 real HotpotQA questions x 4 samples, vime's router attributes) runs once for this module
-behind a recording proxy and is checked from several sides; fault cases run their own steps.
-SGLang cannot be installed here, so slime's attribute spelling and wire protocol are checked at
-the unit level.
+The trainer host is the double in tests/support/host (slime HEAD and current vime: the rollout
+loop, `log_rollout_data`, the convert and the DP split); everything on the inference side is
+real. One rollout step (3 questions x 4 samples, vime's router attributes) runs once per data
+source for this module behind a recording proxy and is checked from several sides; fault cases
+run their own steps. SGLang cannot be installed here, so slime's wire protocol runs through a
+shim over the same real model. Host flags are tested in test_host_flags.py, against a scripted
+engine.
 """
 
 from __future__ import annotations
@@ -13,108 +14,71 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from mem_agent import rollout
-from mem_agent.build_long_context import render_context
-from mem_agent.custom_convert import convert_samples_to_train_data
-from mem_agent.qa_rows import Paragraph
 from mem_agent.records import FinishReason, SamplingParams
 from mem_agent.rollout_client import ApiProtocol, build_body, parse_completion
 from mem_agent.scoring import strict_reward
 from support.fault_proxy import Fault, fault_proxy, scripted
+from support.hook_bench import small_agent
+from support.host.args import host_args
+from support.host.data_source import DataSource
+from support.host.eval_loop import eval_rollout_single_dataset
+from support.host.rollout_loop import RolloutState, sampling_params
+from support.host.sample import Sample
+from support.host.step import StepResult
+from support.host.step import run_step as run_host_step
 from support.sglang_shim import sglang_shim
-from support.slime_host import (
-    Sample,
-    check_train_data,
-    data_source_groups,
-    flatten_rollout,
-    generate_and_rm_group,
-    host_args,
-    sampling_params,
-    split_for_dp,
-    steps_by_rollout,
-    trim_rows,
-)
+from support.slime_host import check_train_data
+from support.trainer_rows import trainer_rows
 
 N = 4
-SMALL_AGENT = {"MEM_CHUNK_TOKENS": "256", "MEM_MAX_MEMORY": "16", "MEM_MAX_FINAL": "16", "MEM_MAX_RETRIES": "0"}
-
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
 
 
-@contextmanager
-def small_agent() -> Iterator[None]:
-    """Small chunks and budgets so a CPU server runs several turns per question in seconds."""
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in SMALL_AGENT.items():
-            patch.setenv(name, value)
-        rollout.reset_caches()  # settings are read once per process
-        try:
-            yield
-        finally:
-            rollout.reset_caches()
+@dataclass
+class Recorded:
+    result: StepResult
+    exchanges: list[tuple[bytes, bytes]]
+    args: object
 
 
-def trainer_rows(hotpot_rows, count: int) -> list[dict]:
-    """prepare_data's row shape: question as prompt, the rendered documents in metadata."""
-    rows = []
-    for row in hotpot_rows[:count]:
-        paragraphs = [
-            Paragraph(title, "".join(sentences))
-            for title, sentences in zip(row["context"]["title"], row["context"]["sentences"], strict=True)
-        ]
-        metadata = {"context": render_context(paragraphs), "ground_truth": [row["answer"]]}
-        rows.append({"prompt": row["question"], "label": row["answer"], "metadata": metadata})
-    return rows
-
-
-class CountingRm:
-    """The custom rm as the host calls it, remembering how many samples each call asked for."""
-
-    def __init__(self) -> None:
-        self.calls: list[int] = []
-
-    async def __call__(self, args, samples, **kwargs):
-        self.calls.append(len(samples) if isinstance(samples, list) else 1)
-        return await rollout.reward(args, samples, **kwargs)
+def real_step(router_url, model_path, rows, plan=None, backend="vime") -> Recorded:
+    """One training rollout step of the host over `rows`, every request through a recording proxy."""
+    with small_agent(), fault_proxy(router_url, plan or scripted()) as proxy:
+        args = host_args(
+            proxy.url,
+            backend=backend,
+            hf_checkpoint=str(model_path),
+            n_samples_per_prompt=N,
+            rollout_batch_size=len(rows),
+            global_batch_size=N,
+            grpo_std_normalization=False,
+        )
+        result = run_host_step(args, DataSource(rows, N), dp_size=2, closers=(rollout.close_clients,))
+    return Recorded(result, proxy.exchanges, args)
 
 
 @dataclass
-class Step:
+class HostStep:
     args: object
-    output: list
-    rm_calls: list[int]
-    exchanges: list[tuple[bytes, bytes]]
+    output: list  # the host's groups, as the rollout function returned them
 
 
-def run_step(router_url, model_path, rows, plan=None, evaluation=False, backend="vime") -> Step:
-    """One rollout step of the host: every group generated and rewarded concurrently, via a proxy."""
-    rm = CountingRm()
-    with small_agent(), fault_proxy(router_url, plan or scripted()) as proxy:
-        args = host_args(proxy.url, backend=backend, hf_checkpoint=str(model_path), n_samples_per_prompt=N)
-        groups = data_source_groups(rows, N)
-
-        async def go():
-            try:
-                tasks = [generate_and_rm_group(args, g, rollout.generate, rm, evaluation=evaluation) for g in groups]
-                return await asyncio.gather(*tasks)
-            finally:
-                await rollout.close_clients()
-
-        output = asyncio.run(go())
-    return Step(args, output, rm.calls, proxy.exchanges)
+def run_step(router_url, model_path, rows, plan=None, backend="vime") -> HostStep:
+    """One rollout step's args and groups (test_rememr1 builds its own checks on these)."""
+    recorded = real_step(router_url, model_path, rows, plan=plan, backend=backend)
+    return HostStep(recorded.args, recorded.result.output.samples)
 
 
 @pytest.fixture(scope="module")
-def step(stack, hotpot_rows) -> Step:
-    return run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 3))
+def recorded(stack, qa_rows) -> Recorded:
+    return real_step(stack.router_url, stack.model_path, trainer_rows(qa_rows, 3))
 
 
 def positions_by_rollout(data) -> dict[int, list[int]]:
@@ -125,28 +89,35 @@ def positions_by_rollout(data) -> dict[int, list[int]]:
 
 
 @pytest.mark.server
-def test_a_rollout_step_yields_train_data_that_meets_the_slime_contract(step):
-    """Siblings share rollout_id, rows align, masks fit, and no trajectory is split across steps."""
-    rows = flatten_rollout(step.output)  # validates the fan-out's rollout ids as slime does
-    data = convert_samples_to_train_data(step.args, rows)
-    check_train_data(data, rollout_counted=True)
-    assert [len(rank["tokens"]) for rank in split_for_dp(data, 2, rollout_counted=True)] == [
-        (len(rows) + 1) // 2,
-        len(rows) // 2,
-    ]
-    by_rollout = positions_by_rollout(data)
+def test_a_rollout_step_passes_the_hosts_loop_metrics_convert_and_split(recorded):
+    """Siblings share rollout_id, rows align, every row lands on one rank, no trajectory spans two steps."""
+    result = recorded.result
+    check_train_data(result.data, rollout_counted=True)
+    assert "rollout/response_len/mean" in result.log and result.log["rollout/truncated_ratio"] <= 1
+    by_rollout = positions_by_rollout(result.data)
     assert len(by_rollout) == 3 * N, "one trajectory per input sample"
-    for positions in steps_by_rollout(data, global_batch_size=N):
-        for rid in {data["rollout_ids"][p] for p in positions}:
-            assert set(by_rollout[rid]) <= set(positions), "a trajectory's turns stay in one training step"
-    assert set(step.rm_calls) == {0}, "the host asks our rm for nothing: every turn already carries its reward"
+    placed = sorted(p for rank in result.ranks for p in rank["partition"])
+    assert placed == list(range(len(result.samples))), "every row on exactly one DP rank"
+    assert result.schedule.global_batch_sizes == [N] * 3, "three steps of N trajectories"
+    step_of = {}
+    for rank in result.ranks:
+        for step, micro in enumerate(_steps(rank, result.schedule.num_microbatches)):
+            for local in micro:
+                step_of[rank["partition"][local]] = step
+    for positions in by_rollout.values():
+        assert len({step_of[p] for p in positions}) == 1, "a trajectory's turns stay in one training step"
+
+
+def _steps(rank, num_microbatches):
+    micro = iter(rank["micro_batch_indices"])
+    for count in num_microbatches:
+        yield [i for _ in range(count) for i in next(micro)]
 
 
 @pytest.mark.server
-def test_every_turn_of_a_trajectory_shares_its_rollout_group_and_advantage(step):
+def test_every_turn_of_a_trajectory_shares_its_rollout_group_and_advantage(recorded):
     """Multi-Conv GRPO: one advantage per trajectory, given to all its turns; mean 0 over trajectories."""
-    rows = flatten_rollout(step.output)
-    data = convert_samples_to_train_data(step.args, rows)
+    rows, data = recorded.result.samples, recorded.result.data
     per_group: dict[int, list[float]] = defaultdict(list)
     for rid, positions in positions_by_rollout(data).items():
         infos = [rows[p].metadata["mem_agent"] for p in positions]
@@ -167,16 +138,15 @@ def test_every_turn_of_a_trajectory_shares_its_rollout_group_and_advantage(step)
 
 
 @pytest.mark.server
-def test_each_row_is_exactly_a_prompt_sent_and_the_ids_and_logprobs_the_server_generated(step):
+def test_each_row_is_exactly_a_prompt_sent_and_the_ids_and_logprobs_the_server_generated(recorded):
     """Trained ids are the server's own (never re-tokenised) and logprobs line up with them, once each."""
     sent: dict[tuple, list[float]] = {}
-    for request, answer in step.exchanges:
+    for request, answer in recorded.exchanges:
         choice = json.loads(answer)["choices"][0]
         key = (tuple(json.loads(request)["token_ids"]), tuple(choice["token_ids"]))
         assert key not in sent
         sent[key] = [item["logprob"] for item in choice["logprobs"]["content"]]
-    rows = flatten_rollout(step.output)
-    data = convert_samples_to_train_data(step.args, rows)
+    data = recorded.result.data
     trained = set()
     for tokens, length, logprobs, mask in zip(
         data["tokens"], data["response_lengths"], data["rollout_log_probs"], data["loss_masks"], strict=True
@@ -190,48 +160,44 @@ def test_each_row_is_exactly_a_prompt_sent_and_the_ids_and_logprobs_the_server_g
 
 
 @pytest.mark.server
-def test_a_sample_counted_host_that_trims_a_trajectory_in_half_trains_none_of_it(step):
-    """vime's older consumer trims rows to a multiple of the global batch; the cut trajectory is masked."""
-    rows = flatten_rollout(step.output)
-    kept = trim_rows(rows, global_batch_size=len(rows) - 1)  # drops the last row: a final turn
-    cut = kept[-1].rollout_id
-    data = convert_samples_to_train_data(step.args, kept)
-    check_train_data(data, rollout_counted=False)
-    per_group: dict[int, list[float]] = defaultdict(list)
-    for row, mask, advantage in zip(kept, data["loss_masks"], data["rewards"], strict=True):
-        if row.rollout_id == cut:
-            assert set(mask) == {0} and advantage == 0.0
-        elif row.metadata["mem_agent"]["turn"] == "final":
-            per_group[row.group_index].append(advantage)
-    assert all(abs(sum(values)) < 1e-9 for values in per_group.values()), "the cut one is not in its group's mean"
-
-
-@pytest.mark.server
-def test_evaluation_returns_one_scored_sample_per_question(stack, hotpot_rows):
+def test_evaluation_returns_one_scored_sample_per_question(stack, qa_rows):
     """Eval accuracy is per question: the final turn only, rewarded inside generate, lenient scores beside."""
-    result = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 2), evaluation=True)
-    samples = [sample for group in result.output for sample in group]
-    assert len(samples) == 2 * N and all(isinstance(sample, Sample) for sample in samples)
-    assert result.rm_calls == [], "the reward was set inside generate"
-    for sample in samples:
+    rows = trainer_rows(qa_rows, 2)
+    with small_agent():
+        args = host_args(
+            str(stack.router_url),
+            hf_checkpoint=str(stack.model_path),
+            n_samples_per_prompt=N,
+            n_samples_per_eval_prompt=2,
+        )
+
+        async def go():
+            try:
+                return await eval_rollout_single_dataset(RolloutState.for_args(args), "hqa", rows)
+            finally:
+                await rollout.close_clients()
+
+        data = asyncio.run(go())["hqa"]
+    assert len(data["samples"]) == 4 and all(isinstance(sample, Sample) for sample in data["samples"])
+    for sample, reward in zip(data["samples"], data["rewards"], strict=True):
         info = sample.metadata["mem_agent"]
-        assert info["turn"] == "final" and sample.reward == strict_reward(info["answer"], [sample.label])
+        assert info["turn"] == "final" and reward == sample.reward == strict_reward(info["answer"], [sample.label])
         assert {"sub_em", "em", "f1", "extracted"} <= info.keys() and sample.rollout_id == sample.index
         assert len(sample.tokens) > sample.response_length == len(sample.rollout_log_probs) > 0
 
 
 @pytest.mark.server
-def test_a_failed_request_fails_its_trajectory_which_is_masked_and_left_out_of_the_group(stack, hotpot_rows):
+def test_a_failed_request_fails_its_trajectory_which_is_masked_and_left_out_of_the_group(stack, synthetic_rows):
     """A 400 is not retried: that trajectory is FAILED with the reason; its siblings train normally."""
-    result = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 1), plan=scripted(Fault.HTTP_400))
-    rows = flatten_rollout(result.output)
-    failed = [row for row in rows if row.status == Sample.Status.FAILED]
+    rows = trainer_rows(synthetic_rows, 1)
+    result = real_step(stack.router_url, stack.model_path, rows, plan=scripted(Fault.HTTP_400)).result
+    failed = [row for row in result.samples if row.status == Sample.Status.FAILED]
     assert failed and len({row.rollout_id for row in failed}) == 1, "only the trajectory that met the fault"
     assert all("HTTP 400" in row.metadata["error"] and row.reward == 0.0 for row in failed)
-    data = convert_samples_to_train_data(result.args, rows)
+    data = result.data
     check_train_data(data, rollout_counted=True)
     valid: dict[int, float] = {}
-    for position, row in enumerate(rows):
+    for position, row in enumerate(result.samples):
         if row.status == Sample.Status.FAILED:
             assert data["rewards"][position] == 0.0 and set(data["loss_masks"][position]) == {0}
             assert data["rollout_mask_sums"][position] == 0
@@ -241,40 +207,36 @@ def test_a_failed_request_fails_its_trajectory_which_is_masked_and_left_out_of_t
 
 
 @pytest.mark.server
-def test_an_aborted_turn_aborts_the_whole_trajectory_and_nothing_of_it_is_trained(stack, hotpot_rows):
-    """The host skips the rm for a list with an ABORTED sibling; if it still trains the group, all is masked."""
-    plan = scripted(None, Fault.ABORT)  # the second request of the step comes back aborted
-    result = run_step(stack.router_url, stack.model_path, trainer_rows(hotpot_rows, 1), plan=plan)
-    rows = flatten_rollout(result.output)
-    aborted = [row for row in rows if row.status == Sample.Status.ABORTED]
+def test_an_aborted_turn_aborts_the_whole_trajectory_and_nothing_of_it_is_trained(stack, synthetic_rows):
+    """The host skips the rm for a list with an ABORTED sibling and still trains the group: all of it masked."""
+    rows = trainer_rows(synthetic_rows, 1)
+    result = real_step(stack.router_url, stack.model_path, rows, plan=scripted(None, Fault.ABORT)).result
+    aborted = [row for row in result.samples if row.status == Sample.Status.ABORTED]
     assert aborted and len({row.rollout_id for row in aborted}) == 1
-    trajectory = [row for row in rows if row.rollout_id == aborted[0].rollout_id]
+    trajectory = [row for row in result.samples if row.rollout_id == aborted[0].rollout_id]
     assert trajectory == aborted, "every turn of it, not only the aborted one"
-    assert result.rm_calls == [0] * (N - 1), "the host called the rm for the other three lists only"
-    data = convert_samples_to_train_data(result.args, rows)
-    check_train_data(data, rollout_counted=True)
-    for position, row in enumerate(rows):
+    check_train_data(result.data, rollout_counted=True)
+    for position, row in enumerate(result.samples):
         if row.status == Sample.Status.ABORTED:
-            assert set(data["loss_masks"][position]) == {0} and data["rewards"][position] == 0.0
+            assert set(result.data["loss_masks"][position]) == {0} and result.data["rewards"][position] == 0.0
 
 
 @pytest.mark.server
-def test_slimes_router_attributes_drive_an_sglang_rollout_end_to_end(stack, hotpot_rows):
+def test_slimes_router_attributes_drive_an_sglang_rollout_end_to_end(stack, synthetic_rows):
     """slime's sglang_router_* -> SGLang's /generate wire format (a shim over the real model), same rows."""
     with sglang_shim(stack.router_url) as shim:
-        result = run_step(shim.url, stack.model_path, trainer_rows(hotpot_rows, 1), backend="slime")
+        recorded = real_step(shim.url, stack.model_path, trainer_rows(synthetic_rows, 1), backend="slime")
     assert shim.requests and all(
         body["return_logprob"] is True and body["sampling_params"]["max_new_tokens"] == 16 for body in shim.requests
     ), "SGLang's spelling, and our turn budget (MEM_MAX_MEMORY/FINAL), never the host's max_new_tokens"
-    rows = flatten_rollout(result.output)
-    data = convert_samples_to_train_data(result.args, rows)
+    data = recorded.result.data
     check_train_data(data, rollout_counted=True)
-    assert len(set(data["rollout_ids"])) == N and {row.status for row in rows} <= {
+    assert len(set(data["rollout_ids"])) == N and {row.status for row in recorded.result.samples} <= {
         Sample.Status.COMPLETED,
         Sample.Status.TRUNCATED,
     }
     sent = set()
-    for request, answer in result.exchanges:
+    for request, answer in recorded.exchanges:
         pairs = json.loads(answer)["meta_info"]["output_token_logprobs"]
         sent.add((tuple(json.loads(request)["input_ids"]), tuple(pair[1] for pair in pairs)))
     trained = {(tuple(t[:-n]), tuple(t[-n:])) for t, n in zip(data["tokens"], data["response_lengths"], strict=True)}
@@ -363,24 +325,6 @@ def test_host_sampling_params_are_used_as_given_in_either_spelling():
 )
 def test_ground_truths_come_from_metadata_then_the_label(metadata, label, expected):
     assert rollout.ground_truths(Sample(metadata=metadata, label=label)) == expected
-
-
-@pytest.mark.parametrize(
-    ("flag", "value", "message"),
-    [
-        ("partial_rollout", True, "--partial-rollout"),
-        ("group_rm", True, "--group-rm"),
-        ("rollout_top_p", 0.95, "--rollout-top-p 0.95"),
-        ("log_passrate", True, "--log-passrate"),
-        ("apply_chat_template", True, "--apply-chat-template"),
-    ],
-)
-def test_host_flags_the_fan_out_cannot_work_with_are_refused_before_any_request(flag, value, message):
-    """These fail late and obscurely inside the host (or train on wrong data); say so at the first call."""
-    args = host_args("http://127.0.0.1:9", hf_checkpoint="bundled:qwen3", n_samples_per_prompt=1, **{flag: value})
-    sample = Sample(index=0, group_index=0, prompt="Q?", label="a", metadata={"context": "text"})
-    with pytest.raises(rollout.HostConfigError, match=message):
-        asyncio.run(rollout.generate(args, sample, sampling_params(args)))
 
 
 def test_the_reward_hook_answers_a_list_with_a_list_and_a_sample_with_a_number():

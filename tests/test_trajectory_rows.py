@@ -10,9 +10,15 @@ import pytest
 
 from mem_agent import rollout
 from mem_agent.custom_convert import TrainDataError, convert_samples_to_train_data
-from support.slime_host import Sample, check_train_data, host_args, host_convert, split_for_dp
+from support.host.args import host_args, parallel_config
+from support.host.sample import Sample
+from support.host.train_data import convert, split_by_dp
+from support.slime_host import check_train_data
 
-ARGS = host_args("http://127.0.0.1:9", hf_checkpoint="bundled:qwen3", n_samples_per_prompt=4)
+# MemAgent's recipe: the launch script passes --disable-grpo-std-normalization (no std division).
+ARGS = host_args(
+    "http://127.0.0.1:9", hf_checkpoint="bundled:qwen3", n_samples_per_prompt=4, grpo_std_normalization=False
+)
 COMPLETED = Sample.Status.COMPLETED
 
 
@@ -111,17 +117,42 @@ def test_one_rollout_id_in_two_groups_is_a_contract_error():
         rollout.reward_post_process(ARGS, samples)
 
 
-def test_std_normalisation_follows_mem_adv_std_norm(monkeypatch):
-    monkeypatch.setenv("MEM_ADV_STD_NORM", "1")
-    rollout.reset_caches()
-    samples = trajectory(0, 0, 1.0, 2) + trajectory(1, 0, 0.0, 4) + trajectory(2, 0, 0.0, 3) + trajectory(3, 0, 1.0)
-    _, advantages = rollout.reward_post_process(ARGS, samples)
+SAMPLES_1001 = (1.0, 0.0, 0.0, 1.0)
+
+
+def _std_group():
+    return [row for rid, reward in enumerate(SAMPLES_1001) for row in trajectory(rid, 0, reward, 2 + rid)]
+
+
+def test_std_normalisation_follows_the_hosts_own_flag():
+    """The host's --disable-grpo-std-normalization decides; its default (on) divides by the unbiased std."""
     expected = 0.5 / ((1 / 3) ** 0.5 + 1e-6)
-    assert by_rollout(samples, advantages) == pytest.approx({0: expected, 1: -expected, 2: -expected, 3: expected})
+    host_default = host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=4)
+    _, divided = rollout.reward_post_process(host_default, _std_group())
+    assert by_rollout(_std_group(), divided) == pytest.approx({0: expected, 1: -expected, 2: -expected, 3: expected})
+    _, memagent = rollout.reward_post_process(ARGS, _std_group())
+    assert by_rollout(_std_group(), memagent) == {0: 0.5, 1: -0.5, 2: -0.5, 3: 0.5}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"rewards_normalization": False}, {0: 1.0, 1: 0.0, 2: 0.0, 3: 1.0}),
+        ({"advantage_estimator": "reinforce_plus_plus_baseline"}, {0: 0.5, 1: -0.5, 2: -0.5, 3: 0.5}),
+        ({"advantage_estimator": "ppo"}, {0: 1.0, 1: 0.0, 2: 0.0, 3: 1.0}),
+    ],
+)
+def test_rewards_are_centred_only_where_the_host_would_centre_them(overrides, expected):
+    """Without the host's group normalisation (flag off, or a non-group estimator) rows keep raw rewards."""
+    args = host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=4, **overrides)
+    _, advantages = rollout.reward_post_process(args, _std_group())
+    assert by_rollout(_std_group(), advantages) == expected
 
 
 def test_a_dict_reward_is_read_through_the_hosts_reward_key():
-    args = host_args("http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=2, reward_key="acc")
+    args = host_args(
+        "http://127.0.0.1:9", hf_checkpoint="x", n_samples_per_prompt=2, reward_key="acc", grpo_std_normalization=False
+    )
     samples = trajectory(0, 0, {"acc": 1.0, "len": 9.0}, 2) + trajectory(1, 0, {"acc": 0.0, "len": 1.0}, 2)
     raw, advantages = rollout.reward_post_process(args, samples)
     assert raw == [1.0, 1.0, 0.0, 0.0] and by_rollout(samples, advantages) == {0: 0.5, 1: -0.5}
@@ -142,14 +173,19 @@ def test_rememr1_state_rewards_mix_in_per_turn_only_in_rememr1_mode(monkeypatch)
     assert mixed == pytest.approx([0.5 * 0.5 + 0.5 * -0.4, 0.5 * 0.5, 0.5 * -0.5 + 0.5 * 0.4, 0.5 * -0.5])
 
 
-def test_samples_without_our_metadata_are_one_trajectory_each_keyed_by_index():
-    """Rows from another generate (no rollout_id, no metadata) fall back to the host's rules."""
+def test_samples_without_a_rollout_id_are_one_trajectory_each_under_a_fresh_id():
+    """Rows from another generate (no rollout_id) get the smallest ids no row uses, as the hosts number them."""
     samples = [
         Sample(group_index=0, index=i, tokens=[1, 2], response_length=1, reward=r, status=COMPLETED)
         for i, r in enumerate([1.0, 0.0])
     ]
+    samples.append(Sample(group_index=1, index=5, rollout_id=0, tokens=[1, 2], response_length=1, reward=1.0))
     data = convert_samples_to_train_data(ARGS, samples)
-    assert data["rollout_ids"] == [0, 1] and data["rewards"] == [0.5, -0.5] and data["loss_masks"] == [[1], [1]]
+    assert data["rollout_ids"] == [1, 2, 0], "never the index, which may collide with a real rollout_id"
+    assert data["rewards"] == [0.5, -0.5, 0.0] and data["loss_masks"] == [[1], [1], [1]]
+    hosts_own = host_args("http://h:1", hf_checkpoint="x", n_samples_per_prompt=1)
+    hosts_own.custom_convert_samples_to_train_data_path = None
+    assert data["rollout_ids"] == convert(hosts_own, samples)["rollout_ids"]
 
 
 @pytest.mark.parametrize(
@@ -167,20 +203,31 @@ def test_rows_that_break_the_hosts_row_invariants_are_named(field, value, messag
         convert_samples_to_train_data(ARGS, samples)
 
 
-def test_the_same_dict_serves_the_sample_counted_interface():
-    """vime's older split copies a fixed key list per rank; rollout_ids and mask sums are ignored there."""
+def test_the_hosts_split_keeps_our_per_row_keys_and_ships_raw_reward_whole():
+    """Each rank gets our rows' keys (never `metadata`), tensorised, and the whole raw_reward list."""
     samples = trajectory(0, 0, 1.0) + trajectory(1, 0, 0.0, 2)
+    for sample in samples:
+        sample.train_metadata = {"loss": "default"}
     data = convert_samples_to_train_data(ARGS, samples)
-    check_train_data(data, rollout_counted=False)
-    ranks = split_for_dp(data, 2, rollout_counted=False)
-    assert [len(rank["tokens"]) for rank in ranks] == [3, 2] and "rollout_ids" not in ranks[0]
-    assert ranks[0]["raw_reward"] == data["raw_reward"], "raw_reward travels whole to every rank"
+    check_train_data(data, rollout_counted=True)
+    args = host_args("http://h:1", hf_checkpoint="x", n_samples_per_prompt=2, global_batch_size=2)
+    ranks, _ = split_by_dp(args, data, parallel_config(dp_size=2))
+    assert sorted(p for rank in ranks for p in rank["partition"]) == list(range(5))
+    assert all("metadata" not in rank and rank["raw_reward"] == data["raw_reward"] for rank in ranks)
+    assert all(rank["rollout_mask_sums"].dtype.is_floating_point for rank in ranks)
 
 
 def test_slimes_own_convert_with_our_post_process_builds_the_same_rows():
     """Users may set only --custom-reward-post-process-path: the host's convert must then agree with ours."""
     samples = trajectory(0, 0, 1.0) + trajectory(1, 0, 0.0, 2) + trajectory(2, 0, 0.0, 2, status=Sample.Status.FAILED)
     ours = convert_samples_to_train_data(ARGS, samples)
-    hosts = host_convert(ARGS, samples, rollout.reward_post_process)
+    host_args_only_post_process = host_args(
+        "http://h:1",
+        hf_checkpoint="x",
+        n_samples_per_prompt=4,
+        grpo_std_normalization=False,
+        custom_convert_samples_to_train_data_path=None,
+    )
+    hosts = convert(host_args_only_post_process, samples)
     for key in ("tokens", "rewards", "raw_reward", "loss_masks", "rollout_ids", "rollout_mask_sums"):
         assert ours[key] == hosts[key], key

@@ -9,9 +9,12 @@ trajectories, never over rows: a trajectory with 12 memory turns weighs in its g
 much as one with 2. Then the value is broadcast to each of its turns.
 
 - A = R - mean(R over the trajectories of the same prompt), the released MemAgent recipe;
-  `std_normalize` (MEM_ADV_STD_NORM=1) also divides by the group's standard deviation (unbiased,
-  as the host trainer's own GRPO does) plus 1e-6. A group of one trajectory centres to 0 (the
-  host's formula would give NaN there).
+  `std_normalize` also divides by the group's standard deviation (unbiased, as the host trainer's
+  own GRPO does) plus 1e-6. Both switches are the host's own flags, read by the caller
+  (`trajectory_rows.host_normalization`): `--disable-rewards-normalization` (or a non-group
+  estimator) turns `center` off, and the advantage is then the raw reward, as in the host;
+  `--disable-grpo-std-normalization` turns `std_normalize` off (MemAgent's recipe). A group of
+  one trajectory centres to 0 (the host's formula would give NaN there).
 - A trajectory that failed, was aborted or reached us incomplete is not a sample of the policy's
   outcome: it is left out of its group's statistics and gets advantage 0 (its rows are also fully
   loss-masked by the caller).
@@ -63,8 +66,13 @@ class TurnAdvantages:
         return self.by_turn.get((rollout, step), self.by_rollout[rollout])
 
 
-def centred(values: list[float], std_normalize: bool) -> list[float]:
-    """values - mean, optionally / (unbiased std + eps); a single value is centred to 0."""
+def centred(values: list[float], std_normalize: bool, center: bool = True) -> list[float]:
+    """values - mean, optionally / (unbiased std + eps); a single value is centred to 0.
+
+    `center=False` returns the values unchanged: the host then trains on raw rewards.
+    """
+    if not center:
+        return list(values)
     mean = sum(values) / len(values)
     deviations = [value - mean for value in values]
     if not std_normalize or len(values) < 2:
@@ -73,7 +81,9 @@ def centred(values: list[float], std_normalize: bool) -> list[float]:
     return [d / (std + STD_EPSILON) for d in deviations]
 
 
-def grpo_advantages(outcomes: Iterable[TrajectoryOutcome], *, std_normalize: bool = False) -> dict[Hashable, float]:
+def grpo_advantages(
+    outcomes: Iterable[TrajectoryOutcome], *, std_normalize: bool = False, center: bool = True
+) -> dict[Hashable, float]:
     """Advantage per trajectory (keyed by rollout) from group-relative outcome rewards."""
     by_group: dict[Hashable, list[TrajectoryOutcome]] = defaultdict(list)
     advantages: dict[Hashable, float] = {}
@@ -87,7 +97,8 @@ def grpo_advantages(outcomes: Iterable[TrajectoryOutcome], *, std_normalize: boo
         else:
             advantages[outcome.rollout] = 0.0
     for members in by_group.values():
-        for member, value in zip(members, centred([m.reward for m in members], std_normalize), strict=True):
+        values = centred([m.reward for m in members], std_normalize, center)
+        for member, value in zip(members, values, strict=True):
             advantages[member.rollout] = value
     return advantages
 
@@ -99,10 +110,11 @@ def turn_advantages(
     alpha: float = 1.0,
     std_normalize: bool = False,
     state_scale: float = 1.0,
+    center: bool = True,
 ) -> TurnAdvantages:
     """Outcome advantages per trajectory, mixed with state advantages per turn where given."""
     outcomes = list(outcomes)
-    by_rollout = grpo_advantages(outcomes, std_normalize=std_normalize)
+    by_rollout = grpo_advantages(outcomes, std_normalize=std_normalize, center=center)
     valid = {outcome.rollout for outcome in outcomes if outcome.valid}
     by_slot: dict[tuple[Hashable, int], list[StepReward]] = defaultdict(list)
     for reward in step_rewards:
@@ -113,7 +125,7 @@ def turn_advantages(
     by_turn: dict[tuple[Hashable, int], float] = {}
     if alpha < 1.0:
         for members in by_slot.values():
-            scaled = [state_scale * m.reward for m in members]
-            for member, state in zip(members, centred(scaled, std_normalize), strict=True):
+            states = centred([state_scale * m.reward for m in members], std_normalize, center)
+            for member, state in zip(members, states, strict=True):
                 by_turn[(member.rollout, member.step)] = alpha * by_rollout[member.rollout] + (1.0 - alpha) * state
     return TurnAdvantages(by_rollout, by_turn)

@@ -96,7 +96,6 @@ SETTINGS: tuple[Setting, ...] = (
         "file path",
         "Prompt-template file (see Prompt templates); empty = our built-in prompts.",
     ),
-    Setting("MEM_ADV_STD_NORM", "adv_std_norm", False, "0|1", "Divide GRPO advantages by the group std."),
     Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
     Setting(
         "MEM_REMEMR1_STATE_SCALE",
@@ -169,7 +168,6 @@ class MemAgentConfig:
     mode: AgentMode = AgentMode.MEMAGENT
     thinking: bool = False
     prompts: str = ""
-    adv_std_norm: bool = False
     rememr1_alpha: float = 0.8
     rememr1_state_scale: float = 2.0
     retriever: RetrieverKind = RetrieverKind.TFIDF

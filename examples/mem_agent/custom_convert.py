@@ -9,18 +9,21 @@ value: MemAgent gives every token of every turn the same advantage.
 
 Keys (lists aligned per row): `tokens` (prompt + response ids), `response_lengths`, `rewards` (the
 row's advantage: the host's GRPO turns it into per-token returns as is), `raw_reward`,
-`truncated`, `loss_masks` (one entry per response token), `sample_indices`, and for slime HEAD
-`rollout_ids` (training steps are cut by trajectory, so a trajectory's turns are never split
-across steps) and `rollout_mask_sums` (the loss-mask total of the row's whole trajectory: the loss
-reducer's per-trajectory denominator, so a trajectory of 12 turns counts once, like one of 2: the
-token mean over all turns of MemAgent's loss). `rollout_log_probs`, `round_number` and `metadata`
-appear only when every sample has them.
+`truncated`, `loss_masks` (one entry per response token), `sample_indices`, `rollout_ids` and
+`rollout_mask_sums`. `rollout_log_probs`, `round_number` and `metadata` appear only when every
+sample has them (the hosts forward `metadata` to no rank; it is there for custom losses).
 
-The sample-counted interface (slime v0.2.x, vime's older `_split_train_data_by_dp`) copies only
-the keys it knows from a fixed list, so the extra keys are ignored there and the same dict serves
-both. That host may trim a step's last rows to a multiple of the global batch size before this
-function sees them; a trajectory cut that way is masked here (see trajectory_rows), and vime's
---disable-rollout-trim-samples or --use-dynamic-global-batch-size avoids the waste.
+Both current hosts, slime HEAD (slime/ray/rollout.py `_split_train_data_by_dp`) and current vime
+(`vime/data/batch_builder.py` `BatchBuilder.split_by_dp`), require `rollout_ids`, count
+`--global-batch-size` in rollouts (trajectories: `vime/utils/dp_schedule.py` / `slime/utils/
+dp_schedule.py`), keep all rows of a trajectory in one optimizer step and drop trailing
+trajectories that do not fill one; they never trim rows. How the loss weighs the rows is the
+host's `--calculate-per-token-loss`: with it (the launch script's default, MemAgent's token mean)
+every response token of a step's turn rows weighs the same; without it the reducer divides each
+row by `rollout_mask_sums`, the loss-mask total of its whole trajectory, so every trajectory
+weighs the same whatever its turn count. Older sample-counted hosts (slime v0.2.x, old vime)
+copy only the keys they know and may trim a step's last rows; a trajectory cut that way is
+masked here (see trajectory_rows).
 """
 
 from __future__ import annotations

@@ -13,54 +13,66 @@ samples whose reward is set); advantages are computed per trajectory in `reward_
 `custom_convert` and broadcast to turns. Evaluation returns only the final-answer Sample, so the
 host's eval accuracy is per question, not per turn.
 
+Rewards follow the host's flags (`reward_fields`): a number, or with `--reward-key` a dict that
+carries the strict reward under that key and the accuracy fields beside it. Host flags that cannot
+work with a fan-out are refused at the first call, before any request (`host_flags`).
+
 Statuses: a turn cut by max_tokens is TRUNCATED and still trained (MemAgent keeps cut memories).
 A trajectory with an aborted turn is ABORTED in every sample. slime and vime then skip the reward
 model for the whole list and keep it in its group; such a group reaches training only if it
 finished before the step's own abort (an engine restarted by fault tolerance, an operator's
 abort), so every row is loss-masked here, rewarded 0 and left out of its group's mean. Groups
-still running at the step's abort are dropped by the host, unless --partial-rollout re-queues
-them: the host cannot resume a group of turn lists, so that flag is refused at the first call
-(see `check_host_args`). A trajectory whose request failed for good (GenerationError) is
+still running at the step's abort are dropped by the host (--partial-rollout, which would
+re-queue them, is refused). A trajectory whose request failed for good (GenerationError) is
 FAILED with the reason in `metadata["error"]` and treated like an aborted one: a half
 trajectory is never trained as if complete.
 
-Token limits are MEM_MAX_MEMORY and MEM_MAX_FINAL, not the host's --rollout-max-response-len (its
-`max_new_tokens`): a memory turn and the final turn have different budgets. Sampling
-(temperature, top_p, top_k, seed / sampling_seed) is the host's. The router is
-`args.vllm_router_ip/port` (vime, protocol `vllm`) or `args.sglang_router_ip/port` (slime,
-protocol `sglang`); MEM_PROTOCOL overrides the choice.
+Abort: `generate.abort_mode = "request"`. A host that reads the attribute (current vime) ends a
+rollout by cancelling this coroutine: the cancellation closes our in-flight HTTP request (the
+engine drops it) and no later turn is sent, while other requests on the engines are left alone.
+A host that does not read it (slime HEAD 624b824) aborts every request on every engine instead;
+each trajectory then ends ABORTED at its next turn, and one that was between two turns at that
+moment may send its next turn after the sweep.
+
+Token limits are MEM_MAX_MEMORY and MEM_MAX_FINAL, not the host's --rollout-max-response-len;
+sampling and the router come from the host's args (`host_client`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import functools
 import logging
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.config import AgentMode, MemAgentConfig, ProtocolChoice
-from mem_agent.records import SamplingParams, Trajectory, TrajectoryStatus, Turn
-from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
-from mem_agent.scoring import ReportingRules, score_answer, strict_reward
+from mem_agent.config import AgentMode, MemAgentConfig
+from mem_agent.host_client import client_for, close_clients, forget_clients, router_address, sampling_from_host
+from mem_agent.host_flags import HostConfigError, check_host_args
+from mem_agent.records import Trajectory, TrajectoryStatus, Turn
+from mem_agent.reward_fields import reward_record
+from mem_agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
 from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows
 from mem_agent.workflow import MemoryAgent
 
-__all__ = ["META", "generate", "reset_caches", "reward", "reward_post_process", "settings"]
+__all__ = [
+    "META",
+    "HostConfigError",
+    "check_host_args",
+    "client_for",
+    "close_clients",
+    "generate",
+    "reset_caches",
+    "reward",
+    "reward_post_process",
+    "router_address",
+    "sampling_from_host",
+    "settings",
+]
 
 logger = logging.getLogger(__name__)
-
-_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSettings, RolloutClient]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-class HostConfigError(ValueError):
-    """A trainer flag the Multi-Conv output cannot work with; the message names the flag and the fix."""
 
 
 @functools.cache
@@ -74,94 +86,11 @@ def _agent(hf_checkpoint: str, config: MemAgentConfig) -> MemoryAgent:
     return MemoryAgent(load_tokenizer(hf_checkpoint), config)
 
 
-async def close_clients() -> None:
-    """Close this event loop's HTTP sessions (for a loop that is about to end, such as a test's)."""
-    for client in _CLIENTS.pop(asyncio.get_running_loop(), {}).values():
-        await client.close()
-
-
 def reset_caches() -> None:
     """Forget settings, agents and clients (tests change MEM_* between cases)."""
     settings.cache_clear()
     _agent.cache_clear()
-    _CLIENTS.clear()
-
-
-def router_address(args: Any, config: MemAgentConfig) -> tuple[str, ApiProtocol]:
-    """The router's base URL and wire protocol for this host trainer."""
-    if getattr(args, "vllm_router_ip", None):
-        host, port, native = args.vllm_router_ip, args.vllm_router_port, ApiProtocol.VLLM
-    elif getattr(args, "sglang_router_ip", None):
-        host, port, native = args.sglang_router_ip, args.sglang_router_port, ApiProtocol.SGLANG
-    else:
-        raise HostConfigError("args has neither vllm_router_ip (vime) nor sglang_router_ip (slime): no router to call")
-    protocol = native if config.protocol is ProtocolChoice.AUTO else ApiProtocol(config.protocol.value)
-    host = f"[{host}]" if ":" in str(host) and not str(host).startswith("[") else host  # a bare IPv6 address
-    return f"http://{host}:{port}", protocol
-
-
-def _request_limit(args: Any) -> int:
-    """The host never has more requests in flight than its own rollout semaphore allows."""
-    per_engine = getattr(args, "vllm_server_concurrency", None) or getattr(args, "sglang_server_concurrency", None)
-    gpus, per_engine_gpus = getattr(args, "rollout_num_gpus", None), getattr(args, "rollout_num_gpus_per_engine", None)
-    if per_engine and gpus and per_engine_gpus:
-        return max(1, int(per_engine) * max(1, int(gpus) // int(per_engine_gpus)))
-    return 512
-
-
-def client_for(args: Any, config: MemAgentConfig) -> RolloutClient:
-    """One client (one HTTP session) per event loop and router, reused by every call."""
-    base_url, protocol = router_address(args, config)
-    key = ClientSettings(
-        base_url,
-        protocol=protocol,
-        max_concurrency=_request_limit(args),
-        connect_timeout_s=config.connect_timeout_s,
-        request_timeout_s=config.request_timeout_s,
-        max_retries=config.max_retries,
-    )
-    per_loop = _CLIENTS.setdefault(asyncio.get_running_loop(), {})
-    if key not in per_loop:
-        per_loop[key] = RolloutClient(key)
-    return per_loop[key]
-
-
-def sampling_from_host(params: dict[str, Any]) -> SamplingParams:
-    """The host's sampling for every turn; its max_new_tokens is deliberately not used (see above)."""
-    seed = params.get("seed", params.get("sampling_seed"))  # vime and slime spell it differently
-    top_k = params.get("top_k")
-    return SamplingParams(
-        temperature=float(params.get("temperature", 1.0)),
-        top_p=float(params.get("top_p", 1.0)),
-        top_k=int(top_k) if top_k is not None else -1,
-        seed=int(seed) if seed is not None else None,
-    )
-
-
-def check_host_args(args: Any, *, training: bool = True) -> None:
-    """Refuse host flags that cannot work with the memory agent, at the first call, before any request."""
-    if getattr(args, "apply_chat_template", False):
-        raise HostConfigError(
-            "--apply-chat-template wraps the question in a chat template, but every turn builds its own chat "
-            "from the raw question; drop --apply-chat-template"
-        )
-    if not training:
-        return
-    if getattr(args, "partial_rollout", False):
-        raise HostConfigError(
-            "--partial-rollout re-queues half-finished groups, and a group of Multi-Conv output holds lists of "
-            "turn samples the host cannot resume; train without --partial-rollout"
-        )
-    if getattr(args, "group_rm", False):
-        raise HostConfigError("--group-rm scores a group of samples, not of turn lists; train without --group-rm")
-    top_p = getattr(args, "rollout_top_p", 1.0)
-    if top_p is not None and float(top_p) != 1.0:
-        raise HostConfigError(
-            f"--rollout-top-p {top_p}: the trainer then replays per-token top-p sets that these hooks do not "
-            "collect; train with --rollout-top-p 1.0 (MemAgent's recipe; evaluation may use any top_p)"
-        )
-    if getattr(args, "log_passrate", False):
-        raise HostConfigError("--log-passrate assumes n rows per prompt, a fan-out has more; drop --log-passrate")
+    forget_clients()
 
 
 def ground_truths(sample: Any) -> list[str]:
@@ -177,8 +106,8 @@ def ground_truths(sample: Any) -> list[str]:
 
 async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], evaluation: bool = False) -> Any:
     """The custom generate hook: a Sample in, a list of turn Samples (training) or one (evaluation)."""
-    check_host_args(args, training=not evaluation)
     config = settings()
+    check_host_args(args, training=not evaluation, config=config)
     agent = _agent(str(args.hf_checkpoint), config)
     metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
     context = metadata.get("context")
@@ -194,14 +123,19 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         )
     if trajectory.status is not TrajectoryStatus.COMPLETED:
         logger.warning("mem_agent: sample %s ended %s: %s", sample.index, trajectory.status, trajectory.error)
-    builder = _SampleBuilder(sample, trajectory, agent)
+    builder = _SampleBuilder(args, sample, trajectory, agent)
     return builder.final_sample() if evaluation else builder.turn_samples()
+
+
+# The host cancels this coroutine to end a rollout instead of aborting every engine (see above).
+generate.abort_mode = "request"  # type: ignore[attr-defined]
 
 
 class _SampleBuilder:
     """Maps one Trajectory onto host Samples without copying the document into each of them."""
 
-    def __init__(self, sample: Any, trajectory: Trajectory, agent: MemoryAgent) -> None:
+    def __init__(self, args: Any, sample: Any, trajectory: Trajectory, agent: MemoryAgent) -> None:
+        self.args = args
         self.sample = sample
         self.trajectory = trajectory
         self.tokenizer = agent.tokenizer
@@ -209,7 +143,11 @@ class _SampleBuilder:
         self.status_type = type(sample).Status
         self.truths = ground_truths(sample)
         completed = trajectory.status is TrajectoryStatus.COMPLETED
-        self.reward = strict_reward(trajectory.answer, self.truths) if completed else 0.0
+        self.scores: AnswerScores | None = (
+            score_answer(trajectory.answer, self.truths, rules=self.rules) if completed else None
+        )
+        self.reward = self.scores.strict if self.scores else 0.0
+        self.outcome = _outcome(trajectory.status, self.reward)
         self.error = None if completed else trajectory.error or f"trajectory {trajectory.status.value}"
         self.template = copy.copy(sample)
         self.template.metadata = {k: v for k, v in (sample.metadata or {}).items() if k != "context"}
@@ -265,7 +203,7 @@ class _SampleBuilder:
         row.response_length = len(response)
         row.loss_mask = [int(trainable)] * len(response)
         row.rollout_log_probs = logprobs
-        row.reward = self.reward
+        row.reward = reward_record(self.args, self.reward, self.scores, self.outcome)
         row.status = self._status(turn)
         row.rollout_id = self.sample.index
         row.metadata[META] = self._info(turn, num_samples)
@@ -281,27 +219,41 @@ class _SampleBuilder:
     def final_sample(self) -> Any:
         final = self.trajectory.final_turn
         row = self._row(final if final is not None and len(final.response_ids) else None, 1)
-        scores = score_answer(self.trajectory.answer, self.truths, rules=self.rules)
+        scores = self.scores or score_answer(self.trajectory.answer, self.truths, rules=self.rules)
         row.metadata[META].update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, extracted=scores.extracted)
         return row
+
+
+def _outcome(status: TrajectoryStatus, strict: float) -> str:
+    """The reward category (`--log-reward-category outcome`): correct, wrong, failed or aborted."""
+    if status is not TrajectoryStatus.COMPLETED:
+        return status.value
+    return "correct" if strict > 0 else "wrong"
 
 
 def _is_plain(value: object) -> bool:
     return isinstance(value, str | int | float | bool | type(None))
 
 
-async def reward(args: Any, sample_or_samples: Any, **kwargs: Any) -> float | list[float]:
-    """The custom reward hook: strict reward of the trajectory's final answer, for one or many samples."""
+async def reward(args: Any, sample_or_samples: Any, **kwargs: Any) -> Any:
+    """The custom reward hook: strict reward of the trajectory's final answer, for one or many samples.
+
+    Shaped like the rewards generate sets (a number, or a dict under --reward-key): the host
+    stores whatever this returns in `Sample.reward` and reads it back with its own flags.
+    """
     if isinstance(sample_or_samples, list):
-        return [_reward_of(sample) for sample in sample_or_samples]
-    return _reward_of(sample_or_samples)
+        return [_reward_of(args, sample) for sample in sample_or_samples]
+    return _reward_of(args, sample_or_samples)
 
 
-def _reward_of(sample: Any) -> float:
+def _reward_of(args: Any, sample: Any) -> Any:
     info = info_of(sample)
-    if info and info.get("trajectory_status") != TrajectoryStatus.COMPLETED.value:
-        return 0.0
-    return strict_reward(info.get("answer", sample.response), ground_truths(sample))
+    if info and info.get("trajectory_status", "completed") != TrajectoryStatus.COMPLETED.value:
+        status = TrajectoryStatus(info["trajectory_status"])
+        return reward_record(args, 0.0, None, _outcome(status, 0.0))
+    rules = ReportingRules.of(settings())
+    scores = score_answer(info.get("answer", sample.response), ground_truths(sample), rules=rules)
+    return reward_record(args, scores.strict, scores, _outcome(TrajectoryStatus.COMPLETED, scores.strict))
 
 
 def scored_rows(args: Any, samples: Sequence[Any]) -> ScoredRows:

@@ -24,11 +24,19 @@ Paths (relative paths are made absolute)
                     tools/convert_hf_to_torch_dist.py (default: ~/models/Qwen3-4B_torch_dist)
   TRAIN_DATA        JSONL from `python -m mem_agent.prepare_data` (default: ~/mem_agent_data/hotpotqa_train.jsonl)
   SAVE_PATH         checkpoints (iter_XXXXXXX), Ray logs and the head's log (default: ~/mem_agent_runs/qwen3-4b-memagent)
-Recipe (MemAgent's GRPO)
+Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
   NUM_ROLLOUT=100  ROLLOUT_BATCH_SIZE=128 (prompts per rollout)  N_SAMPLES=16 (trajectories per prompt)
-  GLOBAL_BATCH_SIZE (default: ROLLOUT_BATCH_SIZE x N_SAMPLES; slime HEAD counts trajectories, so
-                    that is one step per rollout; vime and slime v0.2 count turn rows)
-  SAVE_INTERVAL=50  LR=1e-6  LR_WARMUP_ITERS=20  KL_COEF=0.001 (low_var_kl)  EPS_CLIP=0.2  EPS_CLIP_HIGH=0.2
+  UPDATES_PER_ROLLOUT=16  optimizer updates per rollout (MemAgent: 128 prompts in mini-batches of 8)
+  GLOBAL_BATCH_SIZE trajectories per optimizer update (default: ROLLOUT_BATCH_SIZE x N_SAMPLES /
+                    UPDATES_PER_ROLLOUT = 128). slime HEAD and current vime both count this in
+                    trajectories (rollouts), never in turn rows, and keep a trajectory's turns in one update
+  LOSS_WEIGHTING=token  token: --calculate-per-token-loss, every response token of an update's turn rows
+                    weighs the same (MemAgent's token mean); trajectory: each trajectory weighs the same
+                    (the hosts' default reducer, dividing by the trajectory's token total)
+  GRPO_STD_NORM=0   1 divides advantages by the group std (the hosts' default); MemAgent's recipe does not
+  LR=1e-6  LR_WARMUP_ITERS (default: 20 x UPDATES_PER_ROLLOUT: MemAgent warms up over 20 rollouts)
+  WEIGHT_DECAY=0.01  ADAM_BETA1=0.9  ADAM_BETA2=0.999 (AdamW; Megatron's adam decouples weight decay)
+  KL_COEF=0.001 (low_var_kl)  EPS_CLIP=0.2  EPS_CLIP_HIGH=0.2  EPS_CLIP_C=3.0 (dual clip)  SAVE_INTERVAL=50
   TEMPERATURE=1.0   ROLLOUT_MAX_RESPONSE_LEN=1024 (the host's budget; each turn uses MEM_MAX_MEMORY / MEM_MAX_FINAL)
   MEM_*             agent settings (chunk size, memory size, mode, ...; see the README's settings table),
                     validated here and sent to every worker only when set; Python owns their defaults
@@ -72,13 +80,20 @@ PYTHON=${PYTHON:-python3} # the trainer's interpreter (its own environment, not 
 NUM_ROLLOUT=${NUM_ROLLOUT:-100}
 ROLLOUT_BATCH_SIZE=${ROLLOUT_BATCH_SIZE:-128}
 N_SAMPLES=${N_SAMPLES:-16}
+UPDATES_PER_ROLLOUT=${UPDATES_PER_ROLLOUT:-16}
 GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE:-}
+LOSS_WEIGHTING=${LOSS_WEIGHTING:-token}
+GRPO_STD_NORM=${GRPO_STD_NORM:-0}
 SAVE_INTERVAL=${SAVE_INTERVAL:-50}
 LR=${LR:-1e-6}
-LR_WARMUP_ITERS=${LR_WARMUP_ITERS:-20}
+LR_WARMUP_ITERS=${LR_WARMUP_ITERS:-}
+WEIGHT_DECAY=${WEIGHT_DECAY:-0.01}
+ADAM_BETA1=${ADAM_BETA1:-0.9}
+ADAM_BETA2=${ADAM_BETA2:-0.999}
 KL_COEF=${KL_COEF:-0.001}
 EPS_CLIP=${EPS_CLIP:-0.2}
 EPS_CLIP_HIGH=${EPS_CLIP_HIGH:-0.2}
+EPS_CLIP_C=${EPS_CLIP_C:-3.0}
 TEMPERATURE=${TEMPERATURE:-1.0}
 ROLLOUT_MAX_RESPONSE_LEN=${ROLLOUT_MAX_RESPONSE_LEN:-1024}
 EVAL_DATA=${EVAL_DATA:-}
@@ -155,12 +170,20 @@ TRAIN_SCRIPT=train.py
 [[ "${ASYNC}" == "1" ]] && TRAIN_SCRIPT=train_async.py
 [[ ! -d "${TRAINER_ROOT}" || -f "${TRAINER_ROOT}/${TRAIN_SCRIPT}" ]] ||
   missing "${TRAINER_ROOT}/${TRAIN_SCRIPT} not found: TRAINER_ROOT is not a slime or vime checkout"
-for knob in NUM_ROLLOUT ROLLOUT_BATCH_SIZE N_SAMPLES SAVE_INTERVAL NNODES GPUS_PER_NODE RAY_PORT RAY_DASHBOARD_PORT \
-  RAY_AGENT_PORT RAY_CLIENT_PORT TP PP CP MAX_TOKENS_PER_GPU ROLLOUT_GPUS_PER_ENGINE SERVER_CONCURRENCY RAY_START_TIMEOUT RAY_STOP_TIMEOUT; do
+for knob in NUM_ROLLOUT ROLLOUT_BATCH_SIZE N_SAMPLES UPDATES_PER_ROLLOUT SAVE_INTERVAL NNODES GPUS_PER_NODE RAY_PORT \
+  RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT TP PP CP MAX_TOKENS_PER_GPU ROLLOUT_GPUS_PER_ENGINE SERVER_CONCURRENCY \
+  RAY_START_TIMEOUT RAY_STOP_TIMEOUT; do
   require_count "${knob}"
 done
 [[ -z "${GLOBAL_BATCH_SIZE}" ]] || require_count GLOBAL_BATCH_SIZE
-require_count LR_WARMUP_ITERS 0
+[[ -z "${LR_WARMUP_ITERS}" ]] || require_count LR_WARMUP_ITERS 0
+[[ "${LOSS_WEIGHTING}" == token || "${LOSS_WEIGHTING}" == trajectory ]] ||
+  problem "LOSS_WEIGHTING=${LOSS_WEIGHTING} must be token (MemAgent's token mean) or trajectory"
+[[ "${GRPO_STD_NORM}" == 0 || "${GRPO_STD_NORM}" == 1 ]] || problem "GRPO_STD_NORM=${GRPO_STD_NORM} must be 0 or 1"
+require_number WEIGHT_DECAY 0
+require_number ADAM_BETA1 0 1 open
+require_number ADAM_BETA2 0 1 open
+require_number EPS_CLIP_C 1 "" open
 require_count ROLLOUT_MAX_RESPONSE_LEN
 require_count EVAL_INTERVAL
 require_number LR 0 "" open
@@ -185,7 +208,18 @@ fi
   unused RAY_PORT RAY_DASHBOARD_HOST RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT RAY_TEMP_DIR KEEP_RAY \
     "USE_EXISTING_RAY=1 starts no Ray head (RAY_JOB_ADDRESS names the cluster)"
 if ((${#PROBLEMS[@]} == 0)); then
-  GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE:-$((ROLLOUT_BATCH_SIZE * N_SAMPLES))}
+  TRAJECTORIES=$((ROLLOUT_BATCH_SIZE * N_SAMPLES))
+  if [[ -z "${GLOBAL_BATCH_SIZE}" ]]; then
+    ((TRAJECTORIES % UPDATES_PER_ROLLOUT == 0)) ||
+      problem "UPDATES_PER_ROLLOUT=${UPDATES_PER_ROLLOUT} does not divide the ${TRAJECTORIES} trajectories of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)"
+    GLOBAL_BATCH_SIZE=$((TRAJECTORIES / UPDATES_PER_ROLLOUT))
+  fi
+  # The hosts drop the trajectories that do not fill a last update: refuse to waste them silently.
+  ((TRAJECTORIES % GLOBAL_BATCH_SIZE == 0)) ||
+    problem "GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE} does not divide the ${TRAJECTORIES} trajectories of a rollout; the host would drop the rest"
+  UPDATES_PER_ROLLOUT=$((TRAJECTORIES / GLOBAL_BATCH_SIZE))
+  # MemAgent's verl steps its LR scheduler once per rollout; Megatron steps it once per update.
+  LR_WARMUP_ITERS=${LR_WARMUP_ITERS:-$((20 * UPDATES_PER_ROLLOUT))}
   if ((NNODES > 1)) && is_loopback "${MASTER_ADDR}"; then
     problem "NNODES=${NNODES} needs MASTER_ADDR set to this node's address that the other nodes can reach"
   fi
@@ -248,13 +282,18 @@ CUSTOM_ARGS=(
   --custom-reward-post-process-path mem_agent.rollout.reward_post_process
   --custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data
 )
+# MemAgent (verl): A = R - mean(R) per prompt without std division, PPO clip with dual clip 3.0,
+# low-variance KL loss, and the loss averaged over every response token of an update.
 GRPO_ARGS=(
   --advantage-estimator grpo --use-kl-loss --kl-loss-coef "${KL_COEF}" --kl-loss-type low_var_kl
-  --entropy-coef 0 --eps-clip "${EPS_CLIP}" --eps-clip-high "${EPS_CLIP_HIGH}"
+  --entropy-coef 0 --eps-clip "${EPS_CLIP}" --eps-clip-high "${EPS_CLIP_HIGH}" --eps-clip-c "${EPS_CLIP_C}"
 )
+[[ "${GRPO_STD_NORM}" == 1 ]] || GRPO_ARGS+=(--disable-grpo-std-normalization)
+[[ "${LOSS_WEIGHTING}" == trajectory ]] || GRPO_ARGS+=(--calculate-per-token-loss)
+# Megatron's adam applies decoupled weight decay (AdamW), as MemAgent's torch.optim.AdamW does.
 OPTIMIZER_ARGS=(
   --optimizer adam --lr "${LR}" --lr-warmup-iters "${LR_WARMUP_ITERS}" --lr-decay-style constant
-  --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98
+  --weight-decay "${WEIGHT_DECAY}" --adam-beta1 "${ADAM_BETA1}" --adam-beta2 "${ADAM_BETA2}" --clip-grad 1.0
 )
 # One training row is one turn (question + memory + 5000-token chunk + response), ~7.5K tokens.
 PERF_ARGS=(
@@ -366,6 +405,9 @@ start_ray_head() {
 
 # ---- run ---------------------------------------------------------------------------------------
 echo "host trainer: ${HOST_TRAINER} (${TRAINER_ROOT}), ${TRAIN_SCRIPT}, ${NNODES} node(s) x ${GPUS_PER_NODE} GPU(s)"
+echo "schedule: ${ROLLOUT_BATCH_SIZE} prompts x ${N_SAMPLES} = ${TRAJECTORIES} trajectories a rollout;" \
+  "${UPDATES_PER_ROLLOUT} optimizer updates of ${GLOBAL_BATCH_SIZE} trajectories (${HOST_TRAINER} counts" \
+  "--global-batch-size in trajectories); loss weighting: ${LOSS_WEIGHTING}; LR warmup ${LR_WARMUP_ITERS} updates"
 if [[ -n "${WANDB_PROJECT}" ]]; then
   if [[ -n "${WANDB_API_KEY:-}" ]]; then
     echo "wandb: project ${WANDB_PROJECT}; WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"

@@ -2,8 +2,10 @@
 
 Shared by the reward post-process hook and the custom convert, so both give a row the same
 advantage and agree on which rows may be trained. The host hands over a flat list in which a
-trajectory is the rows sharing a `rollout_id` (falling back to `index`, as the host does) and a
-prompt's group is the rows sharing a `group_index`.
+trajectory is the rows sharing a `rollout_id` and a prompt's group is the rows sharing a
+`group_index`. A row without a `rollout_id` (another generate's output) is a trajectory of its
+own under the smallest id no other row uses, as slime HEAD's and current vime's converts number
+it (slime/ray/rollout.py:647-655, vime/data/batch_builder.py `BatchBuilder.convert`).
 
 A trajectory is not trained (every row loss-masked, advantage 0, left out of its group's mean)
 when any of its rows is ABORTED or FAILED, or when fewer rows arrive than the generate hook
@@ -20,6 +22,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mem_agent import reward_fields
 from mem_agent.advantages import StepReward, TrajectoryOutcome, turn_advantages
 from mem_agent.config import AgentMode, MemAgentConfig
 
@@ -28,6 +31,9 @@ logger = logging.getLogger(__name__)
 META = "mem_agent"  # our key inside Sample.metadata
 _UNTRAINABLE_STATUSES = {"aborted", "failed"}
 _REMEMR1_METRICS = ("recall_share", "recall_hit_rate", "mean_state_reward")  # logged per rollout step
+# The host's group-relative estimators (slime/ray/rollout.py:614 and :627, vime's BatchBuilder alike).
+_CENTRED_ESTIMATORS = ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline")
+_STD_ESTIMATORS = ("grpo", "gspo", "cispo")
 
 
 class TrainDataError(ValueError):
@@ -51,8 +57,18 @@ class _Trajectory:
     problem: str | None = None  # why it is not trained
 
 
-def rollout_key(sample: Any) -> Hashable:
-    return sample.rollout_id if sample.rollout_id is not None else sample.index
+def rollout_keys(samples: Sequence[Any]) -> list[Hashable]:
+    """Each row's trajectory id: its `rollout_id`, or a fresh one no other row uses (the host's rule)."""
+    keys: list[Hashable] = [sample.rollout_id for sample in samples]
+    taken = {key for key in keys if key is not None}
+    fresh = 0
+    for position, key in enumerate(keys):
+        if key is None:
+            while fresh in taken:
+                fresh += 1
+            keys[position] = fresh
+            taken.add(fresh)
+    return keys
 
 
 def info_of(sample: Any) -> dict[str, Any]:
@@ -63,23 +79,39 @@ def info_of(sample: Any) -> dict[str, Any]:
 
 def reward_value(args: Any, sample: Any) -> float:
     """The row's scalar reward, honouring the host's --reward-key for dict rewards."""
-    value = sample.reward
-    if isinstance(value, dict):
-        key = getattr(args, "reward_key", None)
-        if not key or key not in value:
-            raise TrainDataError(f"sample {sample.index}: dict reward {sorted(value)} needs --reward-key naming one")
-        value = value[key]
-    return 0.0 if value is None else float(value)
+    try:
+        return reward_fields.reward_value(args, sample)
+    except reward_fields.RewardRecordError as error:
+        raise TrainDataError(str(error)) from None
+
+
+@dataclass(frozen=True)
+class Normalization:
+    """How the host's own GRPO normalises rewards, read from its flags (slime/ray/rollout.py:612-633).
+
+    `center`: the estimator is group-relative and `--disable-rewards-normalization` is not set;
+    otherwise the host trains on raw rewards. `std`: `--disable-grpo-std-normalization` is not
+    set (the host's default divides by the group std; MemAgent's released recipe does not).
+    """
+
+    center: bool
+    std: bool
+
+
+def host_normalization(args: Any) -> Normalization:
+    estimator = getattr(args, "advantage_estimator", "grpo")
+    center = estimator in _CENTRED_ESTIMATORS and bool(getattr(args, "rewards_normalization", True))
+    std = center and estimator in _STD_ESTIMATORS and bool(getattr(args, "grpo_std_normalization", True))
+    return Normalization(center=center, std=std)
 
 
 def _status(sample: Any) -> str:
     return str(getattr(sample.status, "value", sample.status)).lower()
 
 
-def group_trajectories(samples: Sequence[Any]) -> dict[Hashable, _Trajectory]:
+def group_trajectories(samples: Sequence[Any], keys: Sequence[Hashable]) -> dict[Hashable, _Trajectory]:
     trajectories: dict[Hashable, _Trajectory] = {}
-    for position, sample in enumerate(samples):
-        key = rollout_key(sample)
+    for position, (sample, key) in enumerate(zip(samples, keys, strict=True)):
         trajectory = trajectories.setdefault(key, _Trajectory(sample.group_index))
         if trajectory.group != sample.group_index:
             raise TrainDataError(
@@ -104,7 +136,8 @@ def group_trajectories(samples: Sequence[Any]) -> dict[Hashable, _Trajectory]:
 
 def score_rows(args: Any, samples: Sequence[Any], config: MemAgentConfig) -> ScoredRows:
     """Per row: raw reward, its trajectory's (or turn's) advantage, and whether it may be trained."""
-    trajectories = group_trajectories(samples)
+    rollout_ids = rollout_keys(samples)
+    trajectories = group_trajectories(samples, rollout_ids)
     raw_rewards = [reward_value(args, sample) for sample in samples]
     outcomes, step_rewards = [], []
     for key, trajectory in trajectories.items():
@@ -116,15 +149,20 @@ def score_rows(args: Any, samples: Sequence[Any], config: MemAgentConfig) -> Sco
             if isinstance(info.get("state_reward"), int | float):  # ReMemR1 turns carry one
                 step_rewards.append(StepReward(trajectory.group, key, int(info["step"]), float(info["state_reward"])))
     alpha = config.rememr1_alpha if config.mode is AgentMode.REMEMR1 else 1.0
+    norm = host_normalization(args)
     advantages = turn_advantages(
-        outcomes, step_rewards, alpha=alpha, std_normalize=config.adv_std_norm, state_scale=config.rememr1_state_scale
+        outcomes,
+        step_rewards,
+        alpha=alpha,
+        std_normalize=norm.std,
+        center=norm.center,
+        state_scale=config.rememr1_state_scale,
     )
     _log_rememr1_metrics(samples, trajectories)
     problems = Counter(t.problem for t in trajectories.values() if t.problem is not None)
     if problems:
         untrained = sum(problems.values())
         logger.warning("mem_agent: %d of %d trajectories not trained: %s", untrained, len(trajectories), dict(problems))
-    rollout_ids = [rollout_key(sample) for sample in samples]
     return ScoredRows(
         raw_rewards=raw_rewards,
         advantages=[

@@ -1,0 +1,91 @@
+"""Trajectory-aware dynamic-sampling filters for the host's `--dynamic-sampling-filter-path`.
+
+    --dynamic-sampling-filter-path mem_agent.dynamic_filter.keep_groups_with_reward_contrast
+
+DAPO's dynamic sampling keeps a prompt's group only if its rewards are not all equal: a group
+where every answer scored the same has advantage 0 everywhere and only dilutes the step. The
+host's own filters (`filter_hub.dynamic_sampling_filters.check_reward_nonzero_std`) read one
+reward per group member; with the memory agent a member is one trajectory's list of turn
+samples, so those filters crash (`'list' object has no attribute 'get_reward_value'`) and the
+hooks refuse them. These count per trajectory, never per turn: a trajectory's reward is its
+final turn's, read through `--reward-key` as the host reads it, and a trajectory that failed or
+was aborted is left out, exactly as it is left out of its group's advantage mean.
+
+The host calls the filter with `(args, group)` and accepts either a bool or its own
+`DynamicFilterOutput`; these return the host's type (imported from the host that is running, so
+the drop reason reaches its `rollout/dynamic_filter/drop_*` metrics) and a bool where neither
+slime nor vime is loaded. `..._or_fill` also sets `keep_when_insufficient`, the host's fallback
+that keeps a rejected group when dropping it would leave too few groups to fill the batch.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from mem_agent.trajectory_rows import info_of, reward_value
+
+_HOST_FILTER_TYPES = ("slime.rollout.filter_hub.base_types", "vime.rollout.filter_hub.base_types")
+_UNTRAINABLE = {"aborted", "failed"}
+
+__all__ = ["keep_groups_with_reward_contrast", "keep_groups_with_reward_contrast_or_fill", "trajectory_rewards"]
+
+
+def _members(member: Any) -> list[Any]:
+    return list(member) if isinstance(member, list | tuple) else [member]
+
+
+def _valid(turns: Sequence[Any]) -> bool:
+    statuses = {str(getattr(turn.status, "value", turn.status)).lower() for turn in turns}
+    if statuses & _UNTRAINABLE:
+        return False
+    info = info_of(turns[0])
+    return info.get("trajectory_status", "completed") == "completed"
+
+
+def _final(turns: Sequence[Any]) -> Any:
+    finals = [turn for turn in turns if info_of(turn).get("turn") == "final"]
+    return finals[-1] if finals else turns[-1]
+
+
+def trajectory_rewards(args: Any, group: Sequence[Any]) -> list[float]:
+    """The outcome reward of each valid trajectory of one prompt's group, one number per trajectory."""
+    rewards = []
+    for member in group:
+        turns = _members(member)
+        if turns and _valid(turns):
+            rewards.append(reward_value(args, _final(turns)))
+    return rewards
+
+
+def _decision(args: Any, group: Sequence[Any]) -> tuple[bool, str | None]:
+    rewards = trajectory_rewards(args, group)
+    if len(rewards) < 2:
+        return False, "no_valid_contrast"
+    if max(rewards) - min(rewards) > 1e-6:
+        return True, None
+    return False, f"zero_std_{round(rewards[0], 1)}"
+
+
+def _host_output(keep: bool, reason: str | None, keep_when_insufficient: bool) -> Any:
+    for name in _HOST_FILTER_TYPES:
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "DynamicFilterOutput"):
+            output = module.DynamicFilterOutput(keep=keep, reason=reason)
+            if keep_when_insufficient:
+                output.keep_when_insufficient = True
+            return output
+    return keep
+
+
+def keep_groups_with_reward_contrast(args: Any, samples: Sequence[Any], **kwargs: Any) -> Any:
+    """Keep a prompt's group only if its valid trajectories' rewards are not all equal (DAPO)."""
+    keep, reason = _decision(args, samples)
+    return _host_output(keep, reason, keep_when_insufficient=False)
+
+
+def keep_groups_with_reward_contrast_or_fill(args: Any, samples: Sequence[Any], **kwargs: Any) -> Any:
+    """As above, but the host keeps a rejected group when it would otherwise sample another round."""
+    keep, reason = _decision(args, samples)
+    return _host_output(keep, reason, keep_when_insufficient=True)

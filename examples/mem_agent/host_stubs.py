@@ -1,0 +1,154 @@
+"""Import stand-ins that let a trainer checkout's rollout code load on a laptop (for check_host).
+
+Exactly two kinds of module are replaced, and nothing else:
+
+- `ray`, always, by an in-process stand-in: `ray.put` keeps the object, `ray.get` returns it,
+  `ray.remote` returns the class or function unchanged, `ray.init` does nothing. The host's
+  rollout path only uses Ray to ship data between its actors; a real `ray.put` would start a
+  local cluster, which the preflight neither needs nor should leave behind.
+- a module that is not installed here and is imported by a file inside the trainer checkout
+  (GPU-only packages such as `sglang`, `megatron`, `transformer_engine`, or optional ones such
+  as `wandb` and `pylatexenc`): an empty stand-in whose attributes are placeholders. A
+  placeholder may be used as a decorator, a base class, or a type annotation, which is what
+  import time needs; calling it for real raises `StubUsedError` naming it, so the preflight reports
+  "this step needs <module>" instead of running on a fake.
+
+`installed()` lists what was stubbed, for the preflight's report.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["StubUsedError", "install", "installed"]
+
+_STUBBED: list[str] = []
+
+
+class StubUsedError(RuntimeError):
+    """Code on the checked path called into a module that is not installed here."""
+
+
+class _PlaceholderMeta(type):
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _placeholder(f"{cls.__qualname__}.{name}")
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]  # used as a decorator at import time
+        raise StubUsedError(f"{cls.__qualname__} is from a module that is not installed here (stubbed)")
+
+    def __getitem__(cls, item: Any) -> Any:
+        return cls
+
+    def __or__(cls, other: Any) -> Any:
+        return cls
+
+    __ror__ = __or__
+
+
+def _placeholder(qualname: str) -> type:
+    placeholder = _PlaceholderMeta(qualname.rsplit(".", 1)[-1], (), {})
+    placeholder.__qualname__ = qualname
+    return placeholder
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _placeholder(f"{self.__name__}.{name}")
+
+
+def _ray_module() -> types.ModuleType:
+    """The in-process Ray: objects stay in this process."""
+
+    class ObjectRef:
+        def __init__(self, value: Any) -> None:
+            self.value = value
+
+    def put(value: Any, **kwargs: Any) -> ObjectRef:
+        return ObjectRef(value)
+
+    def get(refs: Any, **kwargs: Any) -> Any:
+        if isinstance(refs, list):
+            return [get(ref) for ref in refs]
+        return refs.value if isinstance(refs, ObjectRef) else refs
+
+    def remote(*args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return lambda target: target
+
+    ray = _StubModule("ray")
+    ray.__path__ = []  # a package: `ray.util.*` and friends resolve to stand-ins
+    for name, value in {
+        "ObjectRef": ObjectRef,
+        "put": put,
+        "get": get,
+        "remote": remote,
+        "init": lambda *a, **k: None,
+        "is_initialized": lambda: True,
+    }.items():
+        setattr(ray, name, value)
+    return ray
+
+
+class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, trainer_root: Path) -> None:
+        self.trainer_root = trainer_root.resolve()
+
+    def _imported_from_checkout(self) -> bool:
+        """Whether the file running the `import` statement (not any caller further up) is the checkout's."""
+        frame = sys._getframe(2)
+        while frame is not None and (
+            frame.f_code.co_filename.startswith("<") or "importlib" in frame.f_code.co_filename
+        ):
+            frame = frame.f_back
+        return frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> Any:
+        top = fullname.split(".", 1)[0]
+        if top in _STUBBED:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        if "." in fullname or not self._imported_from_checkout():
+            return None
+        sys.meta_path.remove(self)
+        try:
+            missing = importlib.util.find_spec(fullname) is None
+        finally:
+            sys.meta_path.insert(0, self)
+        if not missing:
+            return None
+        _STUBBED.append(fullname)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _StubModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def install(trainer_root: Path) -> None:
+    """Stand in for `ray` and for modules missing here that the checkout imports (see above)."""
+    if "ray" not in _STUBBED:
+        sys.modules["ray"] = _ray_module()
+        _STUBBED.append("ray")
+    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _Finder(trainer_root))
+
+
+def installed() -> list[str]:
+    return list(_STUBBED)

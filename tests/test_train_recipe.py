@@ -1,0 +1,181 @@
+"""MemAgent's training schedule and loss weighting, from the launch script's dry run to the host's loss.
+
+MemAgent (verl) makes 16 optimizer updates per rollout: 128 prompts x 16 trajectories, in
+mini-batches of 8 prompts (`ppo_mini_batch_size=8`, x n = 128 trajectories), with the loss
+averaged over every response token of an update and AdamW (0.9, 0.999, weight decay 0.01). slime
+HEAD and current vime count `--global-batch-size` in trajectories, so the script passes 128 for
+16 updates on both; `--calculate-per-token-loss` gives the token mean. The last tests run the
+schedule through the host double's DP split and loss reducer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mem_agent.custom_convert import convert_samples_to_train_data
+from support.host.args import host_args, parallel_config
+from support.host.sample import Sample
+from support.host.train_data import split_by_dp, token_weights
+
+SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "mem_agent" / "run-qwen3-4b-train.sh"
+
+
+@pytest.fixture
+def checkout(tmp_path) -> dict[str, str]:
+    """Fake slime and vime checkouts, model and data paths, and a `ray` that is never reached."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("MEM_", "RAY_", "WANDB_"))}
+    for name in ("slime", "vime"):
+        (tmp_path / name / name).mkdir(parents=True)
+        (tmp_path / name / "train.py").write_text("")
+    for folder in ("Megatron-LM", "hf", "dist", "bin"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps({"vocab_size": 151936}))
+    (tmp_path / "train.jsonl").write_text("{}\n")
+    (tmp_path / "bin" / "ray").write_text("#!/usr/bin/env bash\nexit 1\n")
+    (tmp_path / "bin" / "ray").chmod(0o755)
+    env.update(
+        PYTHON=sys.executable,
+        DRY_RUN="1",
+        MEGATRON_PATH=str(tmp_path / "Megatron-LM"),
+        HF_CKPT=str(tmp_path / "hf"),
+        TORCH_DIST=str(tmp_path / "dist"),
+        TRAIN_DATA=str(tmp_path / "train.jsonl"),
+        SAVE_PATH=str(tmp_path / "save"),
+        PATH=f"{tmp_path / 'bin'}:{env['PATH']}",
+    )
+    env.pop("HOST_TRAINER", None)
+    return {"root": str(tmp_path), **env}
+
+
+def dry_run(checkout: dict[str, str], host: str, **knobs: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in checkout.items() if key != "root"}
+    env.update(TRAINER_ROOT=str(Path(checkout["root"]) / host), **knobs)
+    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=120)
+
+
+def submitted(output: str) -> str:
+    line = next(line for line in output.splitlines() if line.startswith("ray job submit"))
+    return " ".join(shlex.split(line))
+
+
+@pytest.mark.parametrize("host", ["slime", "vime"])
+def test_the_dry_run_shows_memagents_sixteen_updates_per_rollout_on_each_host(checkout, host):
+    result = dry_run(checkout, host)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "schedule: 128 prompts x 16 = 2048 trajectories a rollout; 16 optimizer updates of 128 trajectories "
+        f"({host} counts --global-batch-size in trajectories); loss weighting: token; LR warmup 320 updates"
+    ) in result.stdout
+    flags = submitted(result.stdout)
+    for expected in (
+        "--rollout-batch-size 128 --n-samples-per-prompt 16",
+        "--global-batch-size 128",
+        "--eps-clip 0.2 --eps-clip-high 0.2 --eps-clip-c 3.0",
+        "--disable-grpo-std-normalization --calculate-per-token-loss",
+        "--optimizer adam --lr 1e-6 --lr-warmup-iters 320 --lr-decay-style constant",
+        "--weight-decay 0.01 --adam-beta1 0.9 --adam-beta2 0.999 --clip-grad 1.0",
+    ):
+        assert expected in flags, expected
+
+
+def test_per_trajectory_weighting_and_std_division_are_options(checkout):
+    flags = submitted(dry_run(checkout, "slime", LOSS_WEIGHTING="trajectory", GRPO_STD_NORM="1").stdout)
+    assert "--calculate-per-token-loss" not in flags and "--disable-grpo-std-normalization" not in flags
+
+
+def test_a_global_batch_size_sets_the_updates_and_the_warmup_follows_them(checkout):
+    result = dry_run(checkout, "vime", GLOBAL_BATCH_SIZE="256")
+    assert "8 optimizer updates of 256 trajectories" in result.stdout
+    assert "--global-batch-size 256" in submitted(result.stdout) and "--lr-warmup-iters 160" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"UPDATES_PER_ROLLOUT": "3"}, "UPDATES_PER_ROLLOUT=3 does not divide the 2048 trajectories"),
+        ({"GLOBAL_BATCH_SIZE": "300"}, "GLOBAL_BATCH_SIZE=300 does not divide the 2048 trajectories"),
+        ({"LOSS_WEIGHTING": "sample"}, "LOSS_WEIGHTING=sample must be token"),
+        ({"GRPO_STD_NORM": "yes"}, "GRPO_STD_NORM=yes must be 0 or 1"),
+        ({"LR_WARMUP_ITERS": "-1"}, "LR_WARMUP_ITERS=-1 must be an integer"),
+    ],
+)
+def test_a_schedule_that_would_drop_trajectories_or_an_unknown_knob_value_starts_nothing(checkout, knobs, message):
+    result = dry_run(checkout, "slime", **knobs)
+    assert result.returncode == 2 and message in result.stderr and "ray job submit" not in result.stdout
+
+
+def test_help_says_both_hosts_count_trajectories():
+    text = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "count this in\n                    trajectories" in text and "turn rows" in text
+    assert "vime ... count turn rows" not in text and "vime and slime v0.2 count turn rows" not in text
+
+
+def _rollout(prompts: int, n: int) -> list[Sample]:
+    """Turn rows of `prompts` x `n` trajectories with 1 to 4 turns and 2 to 5 response tokens each."""
+    rows = []
+    for trajectory in range(prompts * n):
+        turns = 1 + trajectory % 4
+        for step in range(turns):
+            length = 2 + (trajectory + step) % 4
+            info = {"turn": "final" if step == turns - 1 else "memory", "step": step, "num_samples": turns}
+            rows.append(
+                Sample(
+                    group_index=trajectory // n,
+                    index=trajectory,
+                    rollout_id=trajectory,
+                    tokens=[1] * (3 + length),
+                    response_length=length,
+                    loss_mask=[1] * length,
+                    reward=float(trajectory % 2),
+                    status=Sample.Status.COMPLETED,
+                    metadata={"mem_agent": info},
+                )
+            )
+    return rows
+
+
+@pytest.mark.parametrize("per_token", [True, False], ids=["token_mean", "per_trajectory"])
+def test_the_hosts_split_makes_the_updates_and_the_reducer_weighs_as_configured(per_token):
+    """4 prompts x 4 = 16 trajectories, 4 updates of 4 whole trajectories; the loss weights per update."""
+    args = host_args(
+        "http://h:1",
+        hf_checkpoint="x",
+        n_samples_per_prompt=4,
+        rollout_batch_size=4,
+        global_batch_size=4,
+        calculate_per_token_loss=per_token,
+        grpo_std_normalization=False,
+    )
+    samples = _rollout(4, 4)
+    data = convert_samples_to_train_data(args, samples)
+    ranks, schedule = split_by_dp(args, data, parallel_config(dp_size=2))
+    assert schedule.global_batch_sizes == [4, 4, 4, 4]
+    for step in range(4):
+        rows = _rows_of_step(ranks, schedule.num_microbatches, step)
+        assert len({data["rollout_ids"][row] for row in rows}) == 4, "four whole trajectories per update"
+        weights = token_weights(data, rows, args)
+        assert sum(map(sum, weights)) == pytest.approx(1.0), "each update's loss is one mean"
+        if per_token:
+            assert len({w for row in weights for w in row}) == 1, "MemAgent: every response token weighs the same"
+        else:
+            per_trajectory: dict[int, float] = {}
+            for row, row_weights in zip(rows, weights, strict=True):
+                rid = data["rollout_ids"][row]
+                per_trajectory[rid] = per_trajectory.get(rid, 0.0) + sum(row_weights)
+            assert list(per_trajectory.values()) == pytest.approx([0.25] * 4), "every trajectory weighs 1/4"
+
+
+def _rows_of_step(ranks, num_microbatches, step):
+    rows = []
+    for rank in ranks:
+        first = sum(num_microbatches[:step])
+        for micro in rank["micro_batch_indices"][first : first + num_microbatches[step]]:
+            rows.extend(rank["partition"][i] for i in micro)
+    return rows
