@@ -117,6 +117,15 @@ def test_config_problems_is_empty_for_usable_settings_and_empty_values():
     assert config_problems({}) == []
 
 
+def test_config_problems_reports_a_bad_template_file_and_rules_between_settings(tmp_path):
+    """A template file is checked where the config is built: the launch scripts' check sees it too."""
+    broken = tmp_path / "prompts.toml"
+    broken.write_text("this is not toml [")
+    assert len(problems := config_problems({"MEM_PROMPTS": str(broken)})) == 1
+    assert problems[0].startswith("MEM_PROMPTS=") and str(broken) in problems[0]
+    assert config_problems({"MEM_PROMPTS": str(tmp_path / "missing.toml")})[0].startswith("MEM_PROMPTS=")
+
+
 def test_config_problems_catches_a_variable_one_typo_from_a_setting():
     """MEM_CHUNK_TOKEN would otherwise be ignored silently and the default used; the package's own
     non-setting variables (the stack's URLs, the tests' data folder) are never reported."""

@@ -28,6 +28,7 @@ from conftest import PROJECT_ROOT
 
 from mem_agent.config import SETTINGS
 from mem_agent.processes import free_port
+from mem_agent.prompt_file import Assembly, MemoryText, Thinking, dump_prompt_file
 
 SCRIPTS = PROJECT_ROOT / "examples" / "mem_agent"
 ALL_SHELL = sorted([*SCRIPTS.glob("*.sh"), *(PROJECT_ROOT / "scripts").glob("*.sh"), PROJECT_ROOT / ".ci" / "run"])
@@ -212,6 +213,30 @@ def test_train_runtime_env_forwards_only_the_mem_settings_the_user_set(trainer):
     assert {k: v for k, v in env.items() if k.startswith("MEM_")} == {"MEM_CHUNK_TOKENS": "4000", "MEM_MODE": "rememr1"}
     assert env["PYTHONPATH"].split(":") == [trainer["MEGATRON_PATH"], trainer["vime"], str(SCRIPTS.parent)]
     assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+
+
+def test_train_sends_the_template_file_as_an_absolute_path(trainer, tmp_path):
+    """The Ray workers run in the trainer's folder: a relative MEM_PROMPTS would name another file."""
+    folder = tmp_path / "here"
+    folder.mkdir()
+    templates = {
+        "memory_turn": "Q: {problem}\nM: {memory}\nS: {section}\n",
+        "final_turn": "Q: {problem}\nM: {memory}\n",
+    }
+    text = dump_prompt_file(
+        mode="memagent",
+        assembly=Assembly.TOKENS,
+        thinking=Thinking.TEMPLATE,
+        memory=MemoryText.RESPONSE,
+        templates=templates | {"no_memory": "none"},
+        source={"name": "ours", "commit": "none"},
+    )
+    (folder / "prompts.toml").write_text(text)
+    env = {k: v for k, v in trainer.items() if k not in ("slime", "vime")}
+    env |= {"TRAINER_ROOT": trainer["slime"], "DRY_RUN": "1", "MEM_PROMPTS": "prompts.toml"}
+    result = _run(SCRIPTS / "run-qwen3-4b-train.sh", env, cwd=folder)
+    assert result.returncode == 0, result.stderr
+    assert _runtime_env(_submitted(result.stdout))["MEM_PROMPTS"] == str(folder / "prompts.toml")
 
 
 def test_train_forwards_every_setting_python_declares():

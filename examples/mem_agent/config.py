@@ -244,6 +244,11 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
                 _parse(setting, raw.strip())
             except ConfigError as error:
                 problems.append(str(error))
+    if not problems:  # each value is usable alone: now the rules between them and the template file
+        try:
+            MemAgentConfig.from_env(environ)
+        except ConfigError as error:
+            problems.append(str(error))
     known = [setting.env for setting in SETTINGS]
     for name in sorted(environ):
         if name.startswith("MEM_") and name not in known and name not in OTHER_MEM_VARIABLES:

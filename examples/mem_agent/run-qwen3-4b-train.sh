@@ -155,6 +155,11 @@ fi
 
 # ---- validate everything before anything starts ----------------------------------------------
 make_absolute TRAINER_ROOT MEGATRON_PATH HF_CKPT TORCH_DIST TRAIN_DATA SAVE_PATH EVAL_DATA
+# The workers read MEM_PROMPTS in the trainer's folder, not this one.
+if [[ -n "${MEM_PROMPTS:-}" ]]; then
+  make_absolute MEM_PROMPTS
+  export MEM_PROMPTS
+fi
 require_path TRAINER_ROOT "slime or vime checkout" "git clone https://github.com/THUDM/slime or vllm-project/vime"
 resolve_host_trainer
 require_path MEGATRON_PATH "Megatron-LM checkout"

@@ -82,27 +82,24 @@ class ScriptedEngine(BackgroundApp):
         ids = [*encode(self.tokenizer, f"\\boxed{{{text}}}").tolist(), END_OF_TURN]
         return (ids, "stop") if len(ids) <= max_tokens else (ids[:max_tokens], "length")
 
-    async def _vllm(self, request: web.Request) -> web.Response:
+    async def _answer(self, request: web.Request, ids_key: str, max_key: str, seed_key: str) -> tuple[list[int], str]:
+        """Record the request and answer it (or, while held, abort it): the same for both wire formats."""
         body = await request.json()
         self.requests.append(body)
         params = body["sampling_params"]
         if await self._wait_if_held(request, len(self.requests) - 1):
-            ids, finish = [], "abort"
-        else:
-            ids, finish = self._completion(body["token_ids"], params["max_tokens"], params.get("seed"))
+            return [], "abort"
+        return self._completion(body[ids_key], params[max_key], params.get(seed_key))
+
+    async def _vllm(self, request: web.Request) -> web.Response:
+        ids, finish = await self._answer(request, "token_ids", "max_tokens", "seed")
         logprobs = [{"logprob": -0.125 * (i + 1)} for i in range(len(ids))]
         return web.json_response(
             {"choices": [{"token_ids": ids, "logprobs": {"content": logprobs}, "finish_reason": finish}]}
         )
 
     async def _sglang(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        self.requests.append(body)
-        params = body["sampling_params"]
-        if await self._wait_if_held(request, len(self.requests) - 1):
-            ids, finish = [], "abort"
-        else:
-            ids, finish = self._completion(body["input_ids"], params["max_new_tokens"], params.get("sampling_seed"))
+        ids, finish = await self._answer(request, "input_ids", "max_new_tokens", "sampling_seed")
         meta = {
             "output_token_logprobs": [[-0.125 * (i + 1), token, None] for i, token in enumerate(ids)],
             "finish_reason": {"type": finish},
