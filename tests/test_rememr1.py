@@ -10,7 +10,7 @@ import pytest
 from conftest import document_text, server_flags
 from test_rollout_hooks import run_step, trainer_rows
 
-from mem_agent import build_long_context, eval_ruler_hqa, rollout
+from mem_agent import eval_ruler_hqa, rollout
 from mem_agent.config import AgentMode, MemAgentConfig, MemoryRule, RetrieverKind
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.prompt_sets import builtin_prompts
@@ -230,10 +230,9 @@ def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(
 
 
 @pytest.mark.server
-def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, synthetic_file, monkeypatch):
+def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, make_eval_files, monkeypatch):
     monkeypatch.setenv("MEM_MODE", "rememr1")
-    build = ["--input", str(synthetic_file), "--num-docs", "30", "--num-questions", "3", "--out-dir", str(tmp_path)]
-    assert build_long_context.main(build) == 0  # 30 synthetic documents: about 1,300 tokens, 6 chunks of 256
+    make_eval_files(30, questions=3, out=tmp_path)  # 30 synthetic documents: about 1,300 tokens, 6 chunks of 256
     argv = [
         "--data",
         str(tmp_path / "eval_30.json"),

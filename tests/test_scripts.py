@@ -357,16 +357,8 @@ def test_run_eval_with_a_model_and_no_gpu_serves_it_on_the_cpu_stack(tmp_path):
 
 
 @pytest.mark.server
-def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, synthetic_file):
-    data = tmp_path / "data"
-    from mem_agent import build_long_context
-
-    assert (
-        build_long_context.main(
-            ["--input", str(synthetic_file), "--num-docs", "8", "--num-questions", "2", "--out-dir", str(data)]
-        )
-        == 0
-    )
+def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, make_eval_files):
+    data = make_eval_files(8, questions=2, out=tmp_path / "data")
     env = {
         "URL": stack.router_url,
         "PROTOCOL": "vllm",
@@ -379,7 +371,7 @@ def test_run_eval_against_a_running_server_writes_results(stack, tmp_path, synth
         "MEM_MAX_FINAL": "16",
         "EXTRA_EVAL_ARGS": f"--tokenizer {stack.model_path} --temperature 1.0 --top-p 1.0",
     }
-    result = run_script(RUN_EVAL, env)
+    result = run_script(RUN_EVAL, env, home=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len((tmp_path / "run" / "results_8.jsonl").read_text().splitlines()) == 2
     assert (tmp_path / "run" / "summary.json").exists() and (tmp_path / "run" / "accuracy_vs_length.png").exists()
