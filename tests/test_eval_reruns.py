@@ -30,7 +30,7 @@ class _InstantServer(BackgroundApp):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    app = _InstantServer("http://unused").start()
+    app = _InstantServer().start()
     yield app.url
     app.stop()
 

@@ -31,14 +31,11 @@ from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.eval_results import read_results
 from mem_agent.tokenizer import encode
 from support.fault_proxy import TRANSIENT_FAULTS, fault_proxy, random_faults
-from support.slime_host import (
-    Sample,
-    check_train_data,
-    data_source_groups,
-    flatten_rollout,
-    generate_and_rm_group,
-    host_args,
-)
+from support.host.args import host_args
+from support.host.data_source import DataSource
+from support.host.rollout_loop import RolloutState, generate_and_rm_group, sampling_params
+from support.host.sample import Sample
+from support.host.train_data import check_train_data, flatten_rollout
 
 QUESTIONS = 50
 DOCS = 40
@@ -132,10 +129,9 @@ def test_training_hook_under_faults_never_trains_a_half_trajectory(
 
         async def go():
             try:
-                groups = data_source_groups(rows, 4)
-                return await asyncio.gather(
-                    *(generate_and_rm_group(args, g, rollout.generate, rollout.reward) for g in groups)
-                )
+                state, params = RolloutState.for_args(args), sampling_params(args)
+                groups = DataSource(rows, 4).get_samples(len(rows))
+                return await asyncio.gather(*(generate_and_rm_group(state, group, params) for group in groups))
             finally:
                 await rollout.close_clients()
 

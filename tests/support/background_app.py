@@ -2,7 +2,8 @@
 
 The fault proxy and the SGLang shim sit between a client under test and the real vLLM server;
 the client may run its own event loop (or none) in the test's thread, so each front-end gets a
-loop of its own, with one upstream session shared by its requests.
+loop of its own, with one upstream session shared by its requests. Stand-in servers with no
+upstream (the fixed-answer server, the instant latency server) use the same thread and loop.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from aiohttp import web
 
 
 class BackgroundApp:
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str = "") -> None:
         self.upstream = upstream.rstrip("/")
         self.url = ""
         self._loop = asyncio.new_event_loop()
