@@ -1,12 +1,12 @@
 """Training rows exactly as our hooks hand them to the trainer, from a real rollout step.
 
 The host trainer (slime / vime) cannot be installed from a registry, so the rows come from the
-same host double the tests use (tests/support/slime_host.py): its data source makes n copies of
-each prompt, its rollout step runs `mem_agent.rollout.generate` and the custom rm per sample
+same host double the tests use (tests/support/host): its data source makes n copies of each
+prompt, its group task runs `mem_agent.rollout.generate` and the custom rm per sample
 concurrently, and then we call `reward_post_process` and `convert_samples_to_train_data` on the
-flat list, as the host does. Only `Sample`, `host_args`, `data_source_groups` and
-`generate_and_rm_group` are used from it, so a rewrite of the double touches this file at most
-in those four names.
+flat list, as the host does. Only `host_args`, `DataSource`, `RolloutState`, `sampling_params`
+and `generate_and_rm_group` are used from it (host_double), so a rewrite of the double touches
+this file at most in those names.
 
 The inference side is real: whatever router URL is given (vllm-router in front of vLLM's CPU
 build, speaking vime's `/inference/v1/generate`; or the SGLang shim for slime's wire format).
@@ -50,13 +50,30 @@ class TrainRow:
     rollout_log_probs: list[float]
 
 
-def host_double() -> Any:
-    """tests/support/slime_host.py, imported as `support.slime_host` (one module object under pytest too)."""
+@dataclass(frozen=True)
+class HostDouble:
+    """The parts of tests/support/host a rollout step needs."""
+
+    host_args: Any
+    DataSource: Any
+    RolloutState: Any
+    sampling_params: Any
+    generate_and_rm_group: Any
+
+
+def host_double() -> HostDouble:
+    """tests/support/host, imported as `support.host.*` (one module object under pytest too)."""
     if str(TESTS_DIR) not in sys.path:
         sys.path.append(str(TESTS_DIR))
-    from support import slime_host
+    from support.host import args, data_source, rollout_loop
 
-    return slime_host
+    return HostDouble(
+        args.host_args,
+        data_source.DataSource,
+        rollout_loop.RolloutState,
+        rollout_loop.sampling_params,
+        rollout_loop.generate_and_rm_group,
+    )
 
 
 def trainer_rows(qa_rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -126,12 +143,12 @@ def run_rollout_step(
     """One host rollout step through the hooks, under whatever MEM_* the caller has set."""
     host = host_double()
     args = host.host_args(router_url, backend=backend, hf_checkpoint=str(model_path), n_samples_per_prompt=n_samples)
-    groups = host.data_source_groups([dict(row) for row in prompts], n_samples)
+    groups = host.DataSource([dict(row) for row in prompts], n_samples).get_samples(len(prompts))
 
     async def step() -> list[Any]:
         try:
-            tasks = [host.generate_and_rm_group(args, group, rollout.generate, rollout.reward) for group in groups]
-            return list(await asyncio.gather(*tasks))
+            state, params = host.RolloutState.for_args(args), host.sampling_params(args)
+            return list(await asyncio.gather(*(host.generate_and_rm_group(state, group, params) for group in groups)))
         finally:
             await rollout.close_clients()
 

@@ -8,7 +8,9 @@ if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
   cat <<'USAGE'
 usage: [VAR=value ...] bash scripts/demo.sh
 
-Checks the settings of both steps first (nothing is installed or started when one is wrong), sets
+Checks the settings of both steps first (nothing is installed or started when one is wrong; the
+evaluator's own arguments, such as EXTRA_EVAL_ARGS, are checked then only where the interpreter
+already has the packages, else right after the installation, before any server starts), sets
 up .venv (scripts/bootstrap.sh), then runs examples/mem_agent/run-eval.sh with no model, which
 builds the tiny Qwen3, a synthetic multi-hop QA set, and evaluates at two lengths. Every variable
 of those two scripts applies (see their --help), e.g. LENGTH="20 100" or DEMO_QUESTIONS=4.
@@ -31,8 +33,11 @@ if ! "${BASE_PYTHON}" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/d
   die "${BASE_PYTHON} is missing or older than Python 3.11; set PYTHON=/path/to/python3.11"
 fi
 
-# run-eval.sh's checks, before bootstrap.sh writes anything: the environment it will use may not
-# exist yet, so they run on the interpreter at hand (the MEM_* checks need only the standard library).
+# run-eval.sh's checks, before bootstrap.sh writes anything, on the interpreter at hand: the
+# environment it will use may not exist yet. The MEM_* settings need only the standard library;
+# the evaluator's own arguments (EXTRA_EVAL_ARGS, CONCURRENCY, ...) need its packages, so they are
+# checked here when the interpreter has them (e.g. an earlier demo's .venv), else by run-eval.sh
+# after the installation, still before any server starts.
 checker=${BASE_PYTHON}
 [[ ! -x "${VENV}/bin/python" ]] || checker="${VENV}/bin/python"
 adopt_checks "" env PYTHON="${checker}" _MEM_SETTINGS_ONLY=1 bash "${ROOT}/examples/mem_agent/run-eval.sh"

@@ -17,6 +17,10 @@ fi
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export VENV=${VENV:-${ROOT}/.venv}
 SKIP_LINT=${SKIP_LINT:-0}
+if [[ "${SKIP_LINT}" != 0 && "${SKIP_LINT}" != 1 ]]; then
+  echo "error: SKIP_LINT=${SKIP_LINT} must be 0 or 1 (nothing was run)" >&2
+  exit 2
+fi
 cd "${ROOT}"
 
 bash scripts/bootstrap.sh

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent import rollout, synthetic_qa
+from mem_agent import build_long_context, rollout, synthetic_qa
 from mem_agent.local_stack import LocalStack, StackSettings, local_stack
 from mem_agent.tiny_model import ensure_tiny_qwen3
 from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
@@ -76,14 +76,6 @@ def tokenizer():
 
 
 @pytest.fixture(scope="session")
-def hotpot_rows() -> list[dict]:
-    """Legacy, for tests/test_rollout_hooks.py until it moves to `qa_rows`; never use it in new tests.
-    The real sample where it exists, else our synthetic set: where the sample is absent its tests
-    run on our data instead of skipping."""
-    return _hotpot_rows() if HOTPOT_SAMPLE.is_file() else _synthetic_rows()
-
-
-@pytest.fixture(scope="session")
 def synthetic_rows() -> list[dict]:
     """Our own multi-hop QA set (HotpotQA's layout, invented facts, seeded): always available."""
     return _synthetic_rows()
@@ -95,6 +87,22 @@ def synthetic_file(synthetic_rows: list[dict], tmp_path_factory: pytest.TempPath
     path = tmp_path_factory.mktemp("synthetic_qa") / "synthetic_qa.json"
     path.write_text(json.dumps(synthetic_rows))
     return path
+
+
+@pytest.fixture(scope="session")
+def make_eval_files(synthetic_file: Path, tmp_path_factory: pytest.TempPathFactory):
+    """RULER-HQA eval files built by our builder: `make_eval_files(*num_docs, questions=N)` returns
+    the folder holding eval_<n>.json for each n, made from `source` (default: the synthetic set)
+    into `out` (default: a new temporary folder)."""
+
+    def make(*num_docs: int, questions: int, source: Path | None = None, out: Path | None = None) -> Path:
+        root = out or tmp_path_factory.mktemp("ruler_hqa")
+        argv = ["--input", str(source or synthetic_file), "--num-docs", *map(str, num_docs)]
+        argv += ["--num-questions", str(questions), "--out-dir", str(root)]
+        assert build_long_context.main(argv) == 0
+        return root
+
+    return make
 
 
 @pytest.fixture(scope="module")

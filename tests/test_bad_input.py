@@ -9,6 +9,8 @@ import sys
 import pytest
 from conftest import PROJECT_ROOT
 
+from support.scripts import run_script
+
 SCRIPTS = PROJECT_ROOT / "examples" / "mem_agent"
 
 
@@ -115,16 +117,9 @@ def test_run_document_with_an_unknown_tokenizer_folder(tmp_path):
     ],
 )
 def test_scripts_reject_bad_settings_in_one_line(tmp_path, script, env, fragment):
-    import os
-
-    result = subprocess.run(
-        ["bash", str(SCRIPTS / script)],
-        env={**os.environ, "PYTHON": sys.executable, "DATA_ROOT": str(tmp_path), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_script(SCRIPTS / script, env, cwd=tmp_path, home=tmp_path, timeout=120)
     assert result.returncode == 2 and fragment in result.stderr, result.stderr
+    assert result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(

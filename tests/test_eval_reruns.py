@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.latency_server import make_app
-from mem_agent import build_long_context, eval_ruler_hqa
+from mem_agent import eval_ruler_hqa
 from mem_agent.eval_report import check_reuse, reuse_problems
 from mem_agent.eval_results import read_results
 from support.background_app import BackgroundApp
@@ -30,17 +30,14 @@ class _InstantServer(BackgroundApp):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    app = _InstantServer("http://unused").start()
+    app = _InstantServer().start()
     yield app.url
     app.stop()
 
 
 @pytest.fixture(scope="module")
-def data_root(synthetic_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("ruler")
-    argv = ["--input", str(synthetic_file), "--num-docs", "6", "--num-questions", "3", "--out-dir", str(root)]
-    assert build_long_context.main(argv) == 0
-    return root
+def data_root(make_eval_files) -> Path:
+    return make_eval_files(6, questions=3)
 
 
 def _evaluate(server: str, data_root: Path, out: Path, *extra: str) -> int:

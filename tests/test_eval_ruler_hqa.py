@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent import build_long_context, eval_ruler_hqa
+from mem_agent import eval_ruler_hqa
 from mem_agent.eval_results import read_results
 from mem_agent.scoring import score_answer
+from support.fault_proxy import fault_proxy, scripted
 
 pytestmark = pytest.mark.server
 
@@ -24,21 +25,14 @@ QUESTIONS = 6
 FAST = ["--chunk-tokens", "512", "--max-memory", "24", "--max-final", "16", "--temperature", "1.0", "--top-p", "1.0"]
 
 
-def _build(tmp_path_factory, source: Path) -> Path:
-    root = tmp_path_factory.mktemp("ruler_hqa")
-    argv = ["--input", str(source), "--num-docs", "10", "30", "--num-questions", str(QUESTIONS)]
-    assert build_long_context.main([*argv, "--out-dir", str(root)]) == 0
-    return root
+@pytest.fixture(scope="module")
+def data_root(make_eval_files) -> Path:
+    return make_eval_files(10, 30, questions=QUESTIONS)
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory, synthetic_file) -> Path:
-    return _build(tmp_path_factory, synthetic_file)
-
-
-@pytest.fixture(scope="module")
-def qa_data_root(tmp_path_factory, qa_file) -> Path:
-    return _build(tmp_path_factory, qa_file)
+def qa_data_root(make_eval_files, qa_file) -> Path:
+    return make_eval_files(10, 30, questions=QUESTIONS, source=qa_file)
 
 
 def _evaluate(stack, data_root, output_dir, *extra: str) -> int:
@@ -104,8 +98,12 @@ def test_a_killed_evaluator_resumes_to_exactly_one_line_per_item(stack, data_roo
 
 
 def test_several_servers_share_the_work(stack, data_root, tmp_path):
-    assert _evaluate(stack, data_root, tmp_path, "--limit", "2", "--url", stack.router_url, stack.server_url) == 0
+    """Two URLs: each request goes to the less busy one, so two questions in flight use both."""
+    with fault_proxy(stack.router_url, scripted()) as first, fault_proxy(stack.server_url, scripted()) as second:
+        argv = ["--limit", "2", "--questions-in-flight", "2", "--url", first.url, second.url]
+        assert _evaluate(stack, data_root, tmp_path, *argv) == 0
     assert len(read_results(tmp_path / "results_30.jsonl")) == 2
+    assert first.exchanges and second.exchanges, "both servers answered requests"
 
 
 @pytest.mark.parametrize(

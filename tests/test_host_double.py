@@ -21,6 +21,7 @@ from support.host.train_data import convert, fresh_rollout_ids, split_by_dp
 
 ROWS = [{"prompt": f"q{i}", "label": "a", "metadata": {}} for i in range(3)]
 IN_FLIGHT: list[int] = []
+PEAKS: list[int] = []  # generate calls in flight as each one starts, so the peak is read exactly
 
 
 def args_for(**overrides):
@@ -32,6 +33,7 @@ def args_for(**overrides):
 async def one_sample(args, sample, sampling_params, evaluation=False):
     """A generate that finishes at once: two prompt and two response tokens, no reward yet."""
     IN_FLIGHT.append(1)
+    PEAKS.append(len(IN_FLIGHT))
     await asyncio.sleep(0.01)
     IN_FLIGHT.pop()
     sample.tokens, sample.response_length, sample.status = [1, 2, 3, 4], 2, Sample.Status.COMPLETED
@@ -154,26 +156,16 @@ def test_the_metrics_read_spec_info_and_prefix_cache_info_as_objects():
 
 def test_the_semaphore_bounds_generate_calls_and_a_wrong_group_size_fails_the_hosts_assert():
     args = args_for(vllm_server_concurrency=2, rollout_batch_size=3)
-    peak: list[int] = []
 
-    async def run(source):
-        state = RolloutState.for_args(args)
-        watcher = asyncio.ensure_future(_watch(peak))
-        try:
-            return await generate_rollout_async(state, source)
-        finally:
-            watcher.cancel()
+    def run(source):
+        return asyncio.run(generate_rollout_async(RolloutState.for_args(args), source))
 
-    output = asyncio.run(run(DataSource(ROWS, 2)))
-    assert len(output.samples) == 3 and max(peak) == 2, "six samples, never more than two generate calls at once"
+    PEAKS.clear()
+    output = run(DataSource(ROWS, 2))
+    assert len(output.samples) == 3 and len(PEAKS) == 6, "three groups of two: six generate calls"
+    assert max(PEAKS) == 2, "never more than two generate calls at once, and two do run together"
     with pytest.raises(AssertionError, match="group of 3 for n=2"):
-        asyncio.run(run(DataSource(ROWS, 3)))
-
-
-async def _watch(peak: list[int]) -> None:
-    for _ in range(10_000):
-        peak.append(len(IN_FLIGHT))
-        await asyncio.sleep(0.001)
+        run(DataSource(ROWS, 3))
 
 
 def test_the_hosts_own_convert_normalises_by_position_and_keeps_remove_sample():

@@ -28,6 +28,7 @@ from mem_agent.processes import (
 from mem_agent.tiny_model import QWEN3_EOS, TinyQwen3Spec, ensure_tiny_qwen3
 from mem_agent.tokenizer import encode
 from support.http import get_json, post_json
+from support.proc_state import still_running
 
 MAX_TOKENS = 24
 
@@ -150,17 +151,8 @@ def _parent_with_child(tmp_path: Path, child_ignores_sigterm: bool = False) -> t
         assert process.alive() and time.monotonic() < deadline, log_tail(process.log_path)
         time.sleep(0.05)
     child_pid = int(pid_file.read_text())
-    assert _state(child_pid) not in (None, "Z") and child_pid in running_in_group(process.pid)
+    assert still_running(child_pid) and child_pid in running_in_group(process.pid)
     return process, child_pid
-
-
-def _state(pid: int) -> str | None:
-    """The process's state letter (R, S, D, Z, ...), None once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2]
 
 
 def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
@@ -169,7 +161,7 @@ def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
     process, child_pid = _parent_with_child(tmp_path)
     process.stop(grace_s=30)
     assert not process.alive() and running_in_group(process.pid) == []
-    assert _state(child_pid) in (None, "Z")
+    assert not still_running(child_pid)
 
 
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path):
@@ -177,7 +169,7 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path:
     started = time.monotonic()
     process.stop(grace_s=1)
     assert time.monotonic() - started >= 1, "SIGKILL only after the grace period"
-    assert not process.alive() and running_in_group(process.pid) == [] and _state(child_pid) in (None, "Z")
+    assert not process.alive() and running_in_group(process.pid) == [] and not still_running(child_pid)
 
 
 def test_a_process_that_outlives_sigkill_is_an_error_that_names_it(tmp_path: Path, monkeypatch):

@@ -22,7 +22,9 @@ from mem_agent.prompt_file import (
     load_prompt_file,
     toml_string,
 )
-from support.slime_host import Sample, host_args, sampling_params
+from support.host.args import host_args
+from support.host.rollout_loop import sampling_params
+from support.host.sample import Sample
 
 MEMORY_TURN = "Query: {problem}\nLog: {memory}\nExcerpt: {section}\nA literal {{brace}} stays.\n"
 FINAL_TURN = "Query: {problem}\nLog: {memory}\nAnswer in \\boxed{{}}.\n"

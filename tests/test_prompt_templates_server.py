@@ -21,8 +21,10 @@ from support import authors_files
 from support.authors_clients import EvaluationClient, TrainingClient
 from support.authors_files import loopback_mirror
 from support.fault_proxy import fault_proxy, scripted
+from support.host.args import host_args
+from support.host.rollout_loop import sampling_params
+from support.host.sample import Sample
 from support.http import post_json
-from support.slime_host import Sample, host_args, sampling_params
 
 pytestmark = pytest.mark.server
 

@@ -25,20 +25,17 @@ from conftest import document_text
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem_agent import build_long_context, eval_ruler_hqa, rollout
+from mem_agent import eval_ruler_hqa, rollout
 from mem_agent.chunking import plan_chunks
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.eval_results import read_results
 from mem_agent.tokenizer import encode
 from support.fault_proxy import TRANSIENT_FAULTS, fault_proxy, random_faults
-from support.slime_host import (
-    Sample,
-    check_train_data,
-    data_source_groups,
-    flatten_rollout,
-    generate_and_rm_group,
-    host_args,
-)
+from support.host.args import host_args
+from support.host.data_source import DataSource
+from support.host.rollout_loop import RolloutState, generate_and_rm_group, sampling_params
+from support.host.sample import Sample
+from support.host.train_data import check_train_data, flatten_rollout
 
 QUESTIONS = 50
 DOCS = 40
@@ -46,11 +43,8 @@ FAST = ["--chunk-tokens", "512", "--max-memory", "16", "--max-final", "16", "--t
 
 
 @pytest.fixture(scope="module")
-def eval_file(tmp_path_factory, synthetic_file):
-    root = tmp_path_factory.mktemp("faults")
-    argv = ["--input", str(synthetic_file), "--num-docs", str(DOCS), "--num-questions", str(QUESTIONS)]
-    assert build_long_context.main([*argv, "--out-dir", str(root)]) == 0
-    return root / f"eval_{DOCS}.json"
+def eval_file(make_eval_files):
+    return make_eval_files(DOCS, questions=QUESTIONS) / f"eval_{DOCS}.json"
 
 
 def _accounting(path) -> tuple[Counter, list[str]]:
@@ -66,17 +60,24 @@ def test_evaluator_under_20_percent_faults_accounts_for_every_item(stack, eval_f
     with fault_proxy(stack.router_url, plan, stall_s=40.0) as proxy:
         argv = ["--data", str(eval_file), "--output-dir", str(tmp_path), "--url", proxy.url, "--protocol", "vllm"]
         code = eval_ruler_hqa.main([*argv, "--tokenizer", str(stack.model_path), *FAST])
+    records = read_results(tmp_path / f"results_{DOCS}.jsonl")
     statuses, ids = _accounting(tmp_path / f"results_{DOCS}.jsonl")
     duplicates = len(ids) - len(set(ids))
     by_kind = ", ".join(f"{kind}={count}" for kind, count in sorted(proxy.injected.items()))
     measured(
         f"evaluator faults: requests={proxy.requests} faults_injected={proxy.faults_injected} ({by_kind}) "
-        f"completed={statuses['completed']} failed={statuses['failed']} duplicates={duplicates} exit={code}"
+        f"completed={statuses['completed']}/{QUESTIONS} failed={statuses['failed']} duplicates={duplicates} "
+        f"exit={code}"
     )
-    assert sorted(ids, key=int) == [str(i) for i in range(QUESTIONS)] and duplicates == 0
-    assert proxy.faults_injected >= 0.1 * proxy.requests and len(proxy.injected) >= 5
+    assert sorted(ids, key=int) == [str(i) for i in range(QUESTIONS)] and duplicates == 0, "every item, once"
+    assert statuses["completed"] + statuses["failed"] == QUESTIONS
+    assert all(r["error"] for r in records if r["status"] == "failed"), "every failure says why"
+    # The plan is seeded and each question sends at least one request, so the faults of its first
+    # QUESTIONS draws were injected whatever the timing: the run did meet faults of those kinds.
+    replay = random_faults(0.2, TRANSIENT_FAULTS, seed=7)
+    first = Counter(fault for fault in (replay(number) for number in range(QUESTIONS)) if fault is not None)
+    assert first and proxy.faults_injected >= first.total() and set(first) <= set(proxy.injected)
     assert code == (1 if statuses["failed"] else 0), "the exit status tells whether anything failed"
-    assert statuses["completed"] >= 0.9 * QUESTIONS, "with 3 retries, 20% faults rarely sink a question"
     summary = json.loads((tmp_path / "summary.json").read_text())["results"][0]
     assert summary["items"] == QUESTIONS and summary["failed"] == statuses["failed"]
 
@@ -128,10 +129,9 @@ def test_training_hook_under_faults_never_trains_a_half_trajectory(
 
         async def go():
             try:
-                groups = data_source_groups(rows, 4)
-                return await asyncio.gather(
-                    *(generate_and_rm_group(args, g, rollout.generate, rollout.reward) for g in groups)
-                )
+                state, params = RolloutState.for_args(args), sampling_params(args)
+                groups = DataSource(rows, 4).get_samples(len(rows))
+                return await asyncio.gather(*(generate_and_rm_group(state, group, params) for group in groups))
             finally:
                 await rollout.close_clients()
 

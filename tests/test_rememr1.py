@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 
-import numpy as np
 import pytest
 from conftest import document_text, server_flags
-from test_rollout_hooks import run_step, trainer_rows
 
-from mem_agent import build_long_context, eval_ruler_hqa, rollout
+from mem_agent import eval_ruler_hqa, rollout
 from mem_agent.config import AgentMode, MemAgentConfig, MemoryRule, RetrieverKind
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.prompt_sets import builtin_prompts
-from mem_agent.records import Completion, FinishReason, SamplingParams, TrajectoryStatus, TurnKind
+from mem_agent.records import SamplingParams, TrajectoryStatus, TurnKind
 from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, parse_response
 from mem_agent.retrieval import retrieve
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
@@ -22,7 +20,10 @@ from mem_agent.step_rewards import MemoryTurnFacts, coverage, final_turn_reward,
 from mem_agent.tiny_model import COMMON_WORDS
 from mem_agent.tokenizer import decode, encode
 from mem_agent.workflow import MemoryAgent
-from support.slime_host import check_train_data, flatten_rollout
+from support.completions import completion_of
+from support.host.train_data import check_train_data, flatten_rollout
+from support.real_step import real_step
+from support.trainer_rows import trainer_rows
 
 # --- parsing -----------------------------------------------------------------------------------
 
@@ -121,11 +122,6 @@ def test_a_recall_hits_when_it_brings_back_a_gold_word():
 # --- the planner with the real tokenizer -------------------------------------------------------
 
 
-def _completion(tokenizer, text: str) -> tuple[np.ndarray, Completion]:
-    ids = encode(tokenizer, text)
-    return ids, Completion.build(ids.tolist(), [-1.0] * len(ids), FinishReason.STOP)
-
-
 def test_a_recall_brings_back_an_earlier_memory_in_the_next_prompt_only(tokenizer):
     prompts = builtin_prompts(tokenizer, AgentMode.REMEMR1)
     planner = ReMemR1Planner(
@@ -140,7 +136,7 @@ def test_a_recall_brings_back_an_earlier_memory_in_the_next_prompt_only(tokenize
     prompts_seen = []
     for step, text in enumerate(texts):
         prompts_seen.append(decode(tokenizer, planner.memory_prompt(step, encode(tokenizer, f"section {step}"))))
-        extras = planner.after_memory_turn(step, *_completion(tokenizer, text))
+        extras = planner.after_memory_turn(step, *completion_of(tokenizer, text))
         if step == 2:
             assert extras["recall_query"] == "where was Ada born"
             assert extras["recalled"] == "Ada Velmont founded Corvane. Ada was born in Barlin."
@@ -205,12 +201,9 @@ def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(
 ):
     monkeypatch.setenv("MEM_MODE", "rememr1")
     monkeypatch.setenv("MEM_REMEMR1_ALPHA", "0.5")
-    step = run_step(
-        stack.router_url,
-        stack.model_path,
-        trainer_rows(_rows_the_tiny_model_can_partly_answer(synthetic_rows[:6], 3), 2),
-    )
-    rows = flatten_rollout(step.output)
+    rows_in = trainer_rows(_rows_the_tiny_model_can_partly_answer(synthetic_rows[:6], 3), 2)
+    step = real_step(stack.router_url, stack.model_path, rows_in)
+    rows = flatten_rollout(step.result.output.samples)
     data = convert_samples_to_train_data(step.args, rows)
     check_train_data(data, rollout_counted=True)
     infos = [row.metadata["mem_agent"] for row in rows]
@@ -230,10 +223,9 @@ def test_a_rememr1_rollout_step_mixes_state_advantages_into_each_turn(
 
 
 @pytest.mark.server
-def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, synthetic_file, monkeypatch):
+def test_the_evaluator_reports_recall_figures_in_rememr1_mode(stack, tmp_path, make_eval_files, monkeypatch):
     monkeypatch.setenv("MEM_MODE", "rememr1")
-    build = ["--input", str(synthetic_file), "--num-docs", "30", "--num-questions", "3", "--out-dir", str(tmp_path)]
-    assert build_long_context.main(build) == 0  # 30 synthetic documents: about 1,300 tokens, 6 chunks of 256
+    make_eval_files(30, questions=3, out=tmp_path)  # 30 synthetic documents: about 1,300 tokens, 6 chunks of 256
     argv = [
         "--data",
         str(tmp_path / "eval_30.json"),

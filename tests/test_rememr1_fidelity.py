@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
-from fixed_answer_server import fixed_answer_server
 
 from mem_agent import rollout
 from mem_agent.advantages import StepReward, TrajectoryOutcome, turn_advantages
 from mem_agent.config import AgentMode, ConfigError, CoverageRule, MemAgentConfig, MemoryRule, RetrieverKind
 from mem_agent.prompt_sets import builtin_prompts
-from mem_agent.records import Completion, FinishReason, Turn, TurnKind
+from mem_agent.records import Turn, TurnKind
 from mem_agent.rememr1 import ReMemR1Planner, parse_response
 from mem_agent.retrieval import TfidfScorer, retrieve, subword_terms
 from mem_agent.step_rewards import (
@@ -25,15 +23,14 @@ from mem_agent.step_rewards import (
 from mem_agent.tokenizer import BUNDLED_QWEN3, decode, encode
 from mem_agent.trajectory_rows import score_rows
 from mem_agent.workflow import MemoryAgent
-from support.slime_host import Sample, host_args, sampling_params
+from support.completions import completion_of
+from support.fixed_answer_server import fixed_answer_server
+from support.host.args import host_args
+from support.host.rollout_loop import sampling_params
+from support.host.sample import Sample
 
 # Invented facts; the query of each step names only what an earlier memory holds.
 QUESTION = "Which river flows past the town where Orla Fenwick was born?"
-
-
-def _completion(tokenizer, text: str) -> tuple[np.ndarray, Completion]:
-    ids = encode(tokenizer, text)
-    return ids, Completion.build(ids.tolist(), [-1.0] * len(ids), FinishReason.STOP)
 
 
 def _planner(
@@ -44,7 +41,7 @@ def _planner(
 
 
 def _run(planner: ReMemR1Planner, tokenizer, responses: list[str]) -> list[dict[str, object]]:
-    return [planner.after_memory_turn(step, *_completion(tokenizer, text)) for step, text in enumerate(responses)]
+    return [planner.after_memory_turn(step, *completion_of(tokenizer, text)) for step, text in enumerate(responses)]
 
 
 @pytest.mark.parametrize("retriever", list(RetrieverKind))
@@ -182,7 +179,7 @@ def test_by_default_the_memory_is_the_response_less_its_recall_blocks(tokenizer)
     """The released code keeps the whole response (thinking and tags included) minus recall blocks;
     its state reward still reads the update block."""
     planner = _planner(tokenizer)
-    extras = planner.after_memory_turn(0, *_completion(tokenizer, THINKING_RESPONSE))
+    extras = planner.after_memory_turn(0, *completion_of(tokenizer, THINKING_RESPONSE))
     expected = THINKING_RESPONSE.split("\n<recall>")[0]
     assert extras["memory_text"] == planner.memory_text == expected
     assert extras["update_text"] == "Orla Fenwick was born in Dunmere."
@@ -193,7 +190,7 @@ def test_by_default_the_memory_is_the_response_less_its_recall_blocks(tokenizer)
 
 def test_with_the_update_rule_the_memory_is_the_last_update_block(tokenizer):
     planner = _planner(tokenizer, rule=MemoryRule.UPDATE)
-    extras = planner.after_memory_turn(0, *_completion(tokenizer, THINKING_RESPONSE))
+    extras = planner.after_memory_turn(0, *completion_of(tokenizer, THINKING_RESPONSE))
     assert extras["memory_text"] == extras["update_text"] == planner.memory_text == "Orla Fenwick was born in Dunmere."
 
 
@@ -288,7 +285,7 @@ def test_the_state_reward_reads_the_update_block_under_the_released_memory_rule(
     """The new memory the reward measures is the update, not the thinking around it."""
     planner = _planner(tokenizer)
     response = "<thinking>Maybe Dunmere?</thinking><update>Orla was born somewhere.</update>"
-    completion_ids, completion = _completion(tokenizer, response)
+    completion_ids, completion = completion_of(tokenizer, response)
     extras = planner.after_memory_turn(0, completion_ids, completion)
     turn = Turn(TurnKind.MEMORY, 0, encode(tokenizer, "prompt"), completion, planner.memory, extras)
     rewards = turn_state_rewards([turn], "", ["Dunmere"], lambda _: "the prompt text")

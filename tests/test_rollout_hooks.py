@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import defaultdict
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -23,57 +22,20 @@ from mem_agent import rollout
 from mem_agent.records import FinishReason, SamplingParams
 from mem_agent.rollout_client import ApiProtocol, build_body, parse_completion
 from mem_agent.scoring import strict_reward
-from support.fault_proxy import Fault, fault_proxy, scripted
+from support.fault_proxy import Fault, scripted
 from support.hook_bench import small_agent
 from support.host.args import host_args
-from support.host.data_source import DataSource
 from support.host.eval_loop import eval_rollout_single_dataset
 from support.host.rollout_loop import RolloutState, sampling_params
 from support.host.sample import Sample
-from support.host.step import StepResult
-from support.host.step import run_step as run_host_step
+from support.host.train_data import check_train_data
+from support.real_step import SAMPLES_PER_PROMPT, Recorded, real_step
 from support.sglang_shim import sglang_shim
-from support.slime_host import check_train_data
 from support.trainer_rows import trainer_rows
 
-N = 4
+N = SAMPLES_PER_PROMPT
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
-
-
-@dataclass
-class Recorded:
-    result: StepResult
-    exchanges: list[tuple[bytes, bytes]]
-    args: object
-
-
-def real_step(router_url, model_path, rows, plan=None, backend="vime") -> Recorded:
-    """One training rollout step of the host over `rows`, every request through a recording proxy."""
-    with small_agent(), fault_proxy(router_url, plan or scripted()) as proxy:
-        args = host_args(
-            proxy.url,
-            backend=backend,
-            hf_checkpoint=str(model_path),
-            n_samples_per_prompt=N,
-            rollout_batch_size=len(rows),
-            global_batch_size=N,
-            grpo_std_normalization=False,
-        )
-        result = run_host_step(args, DataSource(rows, N), dp_size=2, closers=(rollout.close_clients,))
-    return Recorded(result, proxy.exchanges, args)
-
-
-@dataclass
-class HostStep:
-    args: object
-    output: list  # the host's groups, as the rollout function returned them
-
-
-def run_step(router_url, model_path, rows, plan=None, backend="vime") -> HostStep:
-    """One rollout step's args and groups (test_rememr1 builds its own checks on these)."""
-    recorded = real_step(router_url, model_path, rows, plan=plan, backend=backend)
-    return HostStep(recorded.args, recorded.result.output.samples)
 
 
 @pytest.fixture(scope="module")

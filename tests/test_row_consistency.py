@@ -15,21 +15,21 @@ float32 of the model-dtype logits, before temperature and top-p (at the rollout'
 processed ones are equal anyway). Two correct bf16 implementations may round a logit to
 neighbouring bf16 values, one ulp apart, and a logprob (z_t - logsumexp z) then moves by at most
 two ulps of the largest logit: 2 x 2^-4 = 0.125 for the tiny Qwen3, whose logits stay under 16.
-Measured (full benchmark, 240 rows, 5,058 tokens): max |diff| 0.0625, exactly one ulp, in memory
-and final turns of both modes alike; mean 0.0013 (0.02 ulp), 45% of tokens equal to the bit. The
-float32 reference is 0.034 (half an ulp) from the bf16 server: the rounding of its logits. A
-float32 server (`--dtype float32`, same weights) agrees with a float32 reference to 4.3e-6 at
-most (4.5 ulps of the logits; 4,961 tokens), mean 9e-8 (0.1 ulp), so its tolerance is 16 ulps
-(1.5e-5). On top, a step's mean |diff| must stay within one ulp: disagreements between correct
-implementations are sporadic, a fault in how rows are built moves every token.
+A float32 server (`--dtype float32`, same weights) has a tolerance of 16 ulps: there the error
+accumulated through the layers, a few ulps, exceeds the output rounding. On top, a step's mean
+|diff| must stay within one ulp: disagreements between correct implementations are sporadic, a
+fault in how rows are built moves every token. The measured figures (max and mean |diff| per
+dtype, rows and tokens compared, the corruptions' margins) are in the README's benchmark table,
+row 7, from the full benchmark; each run of these tests prints its own under "measured figures".
 
 What each dtype can see: an off-by-one splice, a shifted loss mask and a shifted response_length
 are caught in either, on every row (the splice moves a response token against the prompt's last
 token, ~11 nats; the others break the shape, boundary or mask rules). A re-tokenised prompt keeps
 the response and changes only the context, and the tiny random model barely listens to its
 context: each response logprob moves by 1e-5 to 1e-3, under a bf16 ulp, so that corruption is
-asserted on the float32 server, where the step's mean moves by ~165 ulps (the weakest single row
-by 1.03 x its per-token tolerance: rows are reported one by one only mostly, the step always).
+asserted on the float32 server, where every row moves and the step's mean is far past one ulp; a
+single row can move by as little as its per-token tolerance, so rows are reported one by one only
+mostly (a measured figure), the step always.
 """
 
 from __future__ import annotations
@@ -149,16 +149,19 @@ def test_a_corrupted_bf16_step_fails_and_every_changed_row_is_reported(bf16_rows
 
 @pytest.mark.server
 @pytest.mark.parametrize("corruption", list(CORRUPTIONS))
-def test_a_corrupted_fp32_step_fails_including_a_retokenised_prompt(fp32_rows, fp32_reference, corruption):
+def test_a_corrupted_fp32_step_fails_including_a_retokenised_prompt(fp32_rows, fp32_reference, corruption, measured):
     """In float32 the check also sees the context: a step whose prompts were re-tokenised from their text fails."""
     found = detection(fp32_reference, fp32_rows, corruption)
     assert found.changed >= len(fp32_rows) // 2, "spliced prompts rarely survive decode + encode unchanged"
     assert found.step_caught
     if corruption == "retokenised_prompt":
-        # Every token of every row moves (165 ulps on average in the full benchmark), so the step's mean
-        # is far past one ulp; a single row can move as little as the per-token tolerance (1.03 x seen).
-        assert found.step.mean_over_ulp > 10
-        assert found.reported >= 0.9 * found.changed
+        # Every token of every row moves, so the step's mean rule catches the step; a single row can
+        # move as little as its per-token tolerance, so how many rows are reported alone is a figure.
+        measured(
+            f"re-tokenised prompt (fp32): step mean |diff| {found.step.mean_over_ulp:.1f} ulps; "
+            f"{found.reported} of {found.changed} changed rows reported; "
+            f"weakest row {found.weakest_ratio:.2f} x tolerance"
+        )
     else:
         assert found.reported == found.changed
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mem_agent import scoring
 from mem_agent.config import MemAgentConfig
 from mem_agent.scoring import (
     OFFICIAL,
@@ -88,13 +89,42 @@ def test_a_boxed_followed_by_a_space_reads_up_to_the_next_dollar_wherever_it_is(
     assert extract_boxed(text) == expected
 
 
-def test_many_unterminated_boxes_are_handled_in_linear_time():
-    """A degenerate answer of 200,000 unclosed boxes must not stall the reward (one pass, no rescans)."""
-    text = "\\boxed{" * 200_000
+@pytest.fixture
+def brace_scan(monkeypatch) -> list[int]:
+    """The characters each call of the brace scan (`matching_brace`) reads, one entry per call."""
+    scanned: list[int] = []
+    original = scoring.matching_brace
+
+    def counting(text: str, opening: int) -> int | None:
+        closing = original(text, opening)
+        scanned.append((len(text) if closing is None else closing + 1) - opening)
+        return closing
+
+    monkeypatch.setattr(scoring, "matching_brace", counting)
+    return scanned
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("\\boxed{" * 200_000, None),
+        ("\\boxed{a" + "{" * 200_000, None),
+        ("\\boxed{" * 100_000 + "}" * 100_000, ""),
+        ("\\boxed{x} " * 50_000 + "\\boxed{" + "{}" * 50_000, None),
+    ],
+    ids=["unclosed_boxes", "deep_unclosed_braces", "nested_boxes", "many_boxes_then_an_unclosed_one"],
+)
+def test_a_degenerate_answer_is_read_in_one_pass(brace_scan, measured, text, expected):
+    """A degenerate answer (200,000 boxes or braces) must not stall the reward: the brace scan runs
+    once per read, from the last box, and reads each character at most once, whatever the boxes
+    before it. A rescan per box (the quadratic reader) would read about n^2 / 2 characters."""
     begun = time.perf_counter()
-    assert extract_boxed(text) is None
+    assert extract_boxed(text) == expected
     assert strict_reward(text, ["x"]) == 0.0
-    assert time.perf_counter() - begun < 5.0
+    seconds = time.perf_counter() - begun
+    assert 1 <= len(brace_scan) <= 2, "one scan per read: extract_boxed, then strict_reward's window if it has a box"
+    assert sum(brace_scan) <= len(text), "every character read at most once"
+    measured(f"{len(text):,} characters: {sum(brace_scan):,} read by the brace scan, {seconds:.3f} s")
 
 
 # --- strict training reward ---------------------------------------------------------------------

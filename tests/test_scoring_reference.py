@@ -1,26 +1,15 @@
-"""Our scorer against the references' rules restated from their specification (reference_scoring.py).
+"""Our scorer against the references' rules restated from their specification (support/reference_scoring.py).
 
 By default EM, F1 and normalisation must equal the official HotpotQA evaluator's on every string,
 sub_em MemAgent's, and the box reader and strict reward MemAgent's; checked on a large set of
-adversarial strings (adversarial_answers.py) and on generated ones.
+adversarial strings (support/adversarial_answers.py) and on generated ones.
 """
 
 from __future__ import annotations
 
 import pytest
-from adversarial_answers import ANSWERS, DECORATIONS, GOLDS, adversarial_pairs
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_scoring import (
-    memagent_box,
-    memagent_prediction,
-    memagent_reporting,
-    memagent_strict,
-    memagent_sub_em,
-    official_em,
-    official_f1,
-    official_normalise,
-)
 
 from mem_agent.scoring import (
     ReportingRules,
@@ -31,6 +20,17 @@ from mem_agent.scoring import (
     strict_reward,
     substring_exact_match,
     token_f1,
+)
+from support.adversarial_answers import ANSWERS, DECORATIONS, GOLDS, adversarial_pairs
+from support.reference_scoring import (
+    memagent_box,
+    memagent_prediction,
+    memagent_reporting,
+    memagent_strict,
+    memagent_sub_em,
+    official_em,
+    official_f1,
+    official_normalise,
 )
 
 PAIRS = adversarial_pairs()

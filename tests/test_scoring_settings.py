@@ -1,7 +1,7 @@
 """The reporting rules reach both evaluation paths (the evaluator CLI and the hooks' evaluation
 sample) from MEM_FOLD_UNICODE / MEM_SUB_EM_GUARD, and summary.json records which rules scored a run.
 
-The evaluator and the hook talk to a loopback stand-in for vLLM (fixed_answer_server.py) that
+The evaluator and the hook talk to a loopback stand-in for vLLM (support/fixed_answer_server.py) that
 answers every request with one fixed text, so the scores are known in advance and no model is needed.
 """
 
@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixed_answer_server import fixed_answer_server
 
 from mem_agent import eval_ruler_hqa, rollout
 from mem_agent.tokenizer import BUNDLED_QWEN3
-from support.slime_host import Sample, host_args, sampling_params
+from support.fixed_answer_server import fixed_answer_server
+from support.host.args import host_args
+from support.host.rollout_loop import sampling_params
+from support.host.sample import Sample
 
 ANSWER = "\\boxed{\u201cVelmont Bridge\u201d}"  # curly quotes: official EM 0, folded EM 1
 GOLD = "Velmont Bridge"

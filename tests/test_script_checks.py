@@ -12,26 +12,24 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import PROJECT_ROOT
 
-SCRIPTS = PROJECT_ROOT / "examples" / "mem_agent"
+from support.scripts import PROJECT_ROOT, SCRIPTS, path_without, run_script, write_eval_file, write_executable
+
 RUN_EVAL = SCRIPTS / "run-eval.sh"
 TRAIN = SCRIPTS / "run-qwen3-4b-train.sh"
 
 
-def _script(script: Path, env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """The script with only the variables a test gives (no knob leaks in from the test's shell)."""
-    base = {"PATH": os.environ["PATH"], "HOME": str(cwd), "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
-    return subprocess.run(
-        ["bash", str(script), *args], env=base | env, cwd=cwd, capture_output=True, text=True, timeout=300
-    )
+def _script(
+    script: Path, env: dict[str, str | None], *args: str, cwd: Path, **options
+) -> subprocess.CompletedProcess[str]:
+    """The script in the folder `cwd` (also its HOME), with only the variables the test gives."""
+    return run_script(script, env, *args, cwd=cwd, home=cwd, **options)
 
 
 def _problems(result: subprocess.CompletedProcess) -> str:
@@ -45,23 +43,18 @@ def _lines(stdout: str, marker: str) -> list[list[str]]:
     return [shlex.split(line) for line in stdout.splitlines() if marker in line]
 
 
-def _eval_file(path: Path, items: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([{"context": "c", "input": "q", "answers": ["a"]} for _ in range(items)]))
-
-
-@pytest.fixture
-def python_env() -> dict[str, str]:
-    return {"PYTHON": sys.executable}
+def _python_wrapper(path: Path, *flags: str) -> Path:
+    """An interpreter at `path` that runs this test's Python (with `flags`, e.g. -S: no site packages)."""
+    return write_executable(path, f'#!/usr/bin/env bash\nexec {shlex.quote(sys.executable)} {" ".join(flags)} "$@"\n')
 
 
 # ---- run-eval.sh: every setting before anything starts ------------------------------------------
 
 
-def test_run_eval_reports_every_bad_setting_in_one_message_and_writes_nothing(tmp_path, python_env):
+def test_run_eval_reports_every_bad_setting_in_one_message_and_writes_nothing(tmp_path):
     """The reported failure: MEM_CHUNK_TOKENS=-5 was rejected only after vLLM and the router had
     started (42-72 s) and the previous run's server logs were overwritten."""
-    env = python_env | {"MEM_CHUNK_TOKENS": "-5", "MEM_MAX_FINAL": "0", "LENGTH": "50 abc 50", "TEMPERATURE": "-1"}
+    env = {"MEM_CHUNK_TOKENS": "-5", "MEM_MAX_FINAL": "0", "LENGTH": "50 abc 50", "TEMPERATURE": "-1"}
     err = _problems(_script(RUN_EVAL, env, cwd=tmp_path))
     for fragment in (
         "cannot start, 5 problem(s)",
@@ -75,15 +68,15 @@ def test_run_eval_reports_every_bad_setting_in_one_message_and_writes_nothing(tm
     assert list(tmp_path.iterdir()) == [], "no data, no run folder, no server log"
 
 
-def test_run_eval_names_length_itself_instead_of_an_internal_tools_usage(tmp_path, python_env):
+def test_run_eval_names_length_itself_instead_of_an_internal_tools_usage(tmp_path):
     """LENGTH=abc used to print build_long_context's argparse usage about --num-docs and leave a
     synthetic_qa.json behind."""
-    result = _script(RUN_EVAL, python_env | {"LENGTH": "abc"}, cwd=tmp_path)
+    result = _script(RUN_EVAL, {"LENGTH": "abc"}, cwd=tmp_path)
     err = _problems(result)
     assert "LENGTH has 'abc': document counts are positive integers" in err
     assert "--num-docs" not in err and "usage:" not in err
     assert not list(tmp_path.rglob("synthetic_qa.json"))
-    assert "is empty" in _problems(_script(RUN_EVAL, python_env | {"LENGTH": "  "}, cwd=tmp_path))
+    assert "is empty" in _problems(_script(RUN_EVAL, {"LENGTH": "  "}, cwd=tmp_path))
 
 
 @pytest.mark.parametrize(
@@ -110,52 +103,52 @@ def test_run_eval_names_length_itself_instead_of_an_internal_tools_usage(tmp_pat
         ({"PROTOCOL": "grpc", "DRY_RUN": "yes"}, ["PROTOCOL=grpc must be one of openai,vllm,sglang", "DRY_RUN=yes"]),
     ],
 )
-def test_run_eval_refuses_settings_the_chosen_mode_would_ignore(tmp_path, python_env, env, fragments):
+def test_run_eval_refuses_settings_the_chosen_mode_would_ignore(tmp_path, env, fragments):
     """DATA_ROOT=/missing in the demo used to be ignored silently, and the run exited 0."""
-    err = _problems(_script(RUN_EVAL, python_env | env, cwd=tmp_path))
+    err = _problems(_script(RUN_EVAL, env, cwd=tmp_path))
     for fragment in fragments:
         assert fragment in err, fragment
     assert list(tmp_path.iterdir()) == []
 
 
-def test_run_eval_adopts_the_converters_problems_into_its_one_message(tmp_path, python_env):
-    env = python_env | {"CONVERT": "1", "SINGLE_ITER": "x7", "HF_CKPT": str(tmp_path / "none"), "LENGTH": "0"}
+def test_run_eval_adopts_the_converters_problems_into_its_one_message(tmp_path):
+    env = {"CONVERT": "1", "SINGLE_ITER": "x7", "HF_CKPT": str(tmp_path / "none"), "LENGTH": "0"}
     err = _problems(_script(RUN_EVAL, env, cwd=tmp_path))
     assert "CONVERT=1, convert-to-hf.sh: SINGLE_ITER=x7 must be a number like 99 or iter_0000099" in err
     assert f"CONVERT=1, convert-to-hf.sh: HF_CKPT={tmp_path}/none: original Hugging Face model not found" in err
     assert "LENGTH has '0'" in err
 
 
-def test_run_eval_lets_the_evaluator_check_its_arguments_before_anything_starts(tmp_path, python_env):
-    result = _script(RUN_EVAL, python_env | {"EXTRA_EVAL_ARGS": "--no-such-flag"}, cwd=tmp_path)
+def test_run_eval_lets_the_evaluator_check_its_arguments_before_anything_starts(tmp_path):
+    result = _script(RUN_EVAL, {"EXTRA_EVAL_ARGS": "--no-such-flag"}, cwd=tmp_path)
     err = _problems(result)
     assert "the evaluator refuses its arguments" in err and "unrecognized arguments: --no-such-flag" in err
     assert list(tmp_path.iterdir()) == []
 
 
-def test_run_eval_refuses_earlier_results_made_with_other_settings_before_serving(tmp_path, python_env):
+def test_run_eval_refuses_earlier_results_made_with_other_settings_before_serving(tmp_path):
     """A rerun into a folder whose results were made with other MEM_* values stops at the check,
     not after the CPU stack has started."""
     run_dir = tmp_path / "runs" / "demo"
     run_dir.mkdir(parents=True)
     (run_dir / "results_50.jsonl").write_text('{"id": "0", "status": "completed"}\n')
     (run_dir / "summary.json").write_text(json.dumps({"run": {"config": {"chunk_tokens": 5000}}}))
-    err = _problems(_script(RUN_EVAL, python_env | {"MEM_CHUNK_TOKENS": "4000"}, cwd=tmp_path))
+    err = _problems(_script(RUN_EVAL, {"MEM_CHUNK_TOKENS": "4000"}, cwd=tmp_path))
     assert "holds results made with other settings (config.chunk_tokens 5000 -> 4000)" in err
     assert not (run_dir / "servers").exists() and not (run_dir / "data").exists()
 
 
-def test_a_demo_rerun_refuses_earlier_data_with_another_question_count(tmp_path, python_env):
-    _eval_file(tmp_path / "runs" / "demo" / "data" / "eval_50.json", 8)
-    err = _problems(_script(RUN_EVAL, python_env | {"DEMO_QUESTIONS": "4", "DRY_RUN": "1"}, cwd=tmp_path))
+def test_a_demo_rerun_refuses_earlier_data_with_another_question_count(tmp_path):
+    write_eval_file(tmp_path / "runs" / "demo" / "data" / "eval_50.json", 8)
+    err = _problems(_script(RUN_EVAL, {"DEMO_QUESTIONS": "4", "DRY_RUN": "1"}, cwd=tmp_path))
     assert "eval_50.json (from an earlier demo) holds 8 questions, DEMO_QUESTIONS=4" in err
 
 
-def test_a_demo_rerun_says_which_data_it_reuses(tmp_path, python_env):
+def test_a_demo_rerun_says_which_data_it_reuses(tmp_path):
     data = tmp_path / "runs" / "demo" / "data"
-    _eval_file(data / "eval_50.json", 8)
-    _eval_file(data / "synthetic_qa.json", 32)
-    result = _script(RUN_EVAL, python_env | {"DRY_RUN": "1"}, cwd=tmp_path)
+    write_eval_file(data / "eval_50.json", 8)
+    write_eval_file(data / "synthetic_qa.json", 32)
+    result = _script(RUN_EVAL, {"DRY_RUN": "1"}, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"demo: reusing {Path('runs/demo/data/synthetic_qa.json')} (made by an earlier run)" in result.stdout
     assert "demo: reusing eval_50.json in runs/demo/data (made by an earlier run)" in result.stdout
@@ -168,11 +161,8 @@ def test_a_demo_rerun_says_which_data_it_reuses(tmp_path, python_env):
 
 def test_run_eval_alone_finds_the_projects_virtual_environment(tmp_path):
     """PYTHON unset: VENV/bin/python (VENV defaults to <repo>/.venv, as scripts/bootstrap.sh makes it)."""
-    venv_python = tmp_path / "venv" / "bin" / "python"
-    venv_python.parent.mkdir(parents=True)
-    venv_python.write_text(f'#!/usr/bin/env bash\nexec {shlex.quote(sys.executable)} "$@"\n')
-    venv_python.chmod(0o755)
-    result = _script(RUN_EVAL, {"VENV": str(tmp_path / "venv"), "DRY_RUN": "1"}, cwd=tmp_path)
+    venv_python = _python_wrapper(tmp_path / "venv" / "bin" / "python")
+    result = _script(RUN_EVAL, {"PYTHON": None, "VENV": str(tmp_path / "venv"), "DRY_RUN": "1"}, cwd=tmp_path)
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
     (stack,) = _lines(result.stdout, "mem_agent.local_stack")
     assert stack[0] == str(venv_python) and stack[stack.index("--") + 1] == str(venv_python)
@@ -180,31 +170,44 @@ def test_run_eval_alone_finds_the_projects_virtual_environment(tmp_path):
 
 def test_run_eval_alone_without_a_usable_python_says_what_to_run_or_set(tmp_path):
     """The reported failure: `No module named 'mem_agent'` from python3 after the servers started."""
-    bare = tmp_path / "bin" / "python3"  # a python3 without the project's packages
-    bare.parent.mkdir()
-    bare.write_text(f'#!/usr/bin/env bash\nexec {shlex.quote(sys.executable)} -S "$@"\n')
-    bare.chmod(0o755)
-    env = {"VENV": str(tmp_path / "no_venv"), "PATH": f"{bare.parent}:{os.environ['PATH']}"}
-    err = _problems(_script(RUN_EVAL, env, cwd=tmp_path))
+    bare = _python_wrapper(tmp_path / "bin" / "python3", "-S")  # a python3 without the project's packages
+    env = {"PYTHON": None, "VENV": str(tmp_path / "no_venv")}
+    err = _problems(_script(RUN_EVAL, env, cwd=tmp_path, bin_dirs=[bare.parent]))
     assert f"PYTHON (unset, and there is no {tmp_path}/no_venv/bin/python, so python3) cannot import aiohttp" in err
     assert "scripts/bootstrap.sh" in err and "set PYTHON to an interpreter with mem-agent installed" in err
     assert list(tmp_path.iterdir()) == [tmp_path / "bin"]
 
 
-def test_run_eval_defaults_to_the_checkouts_own_virtual_environment(tmp_path):
-    result = _script(RUN_EVAL, {"DRY_RUN": "1"}, cwd=tmp_path)
-    default = PROJECT_ROOT / ".venv" / "bin" / "python"
-    if default.exists():
-        assert _lines(result.stdout, "mem_agent.local_stack")[0][0] == str(default)
-    else:
-        assert f"there is no {default}" in result.stderr and result.returncode == 0
+@pytest.fixture
+def checkout_copy(tmp_path) -> Path:
+    """A checkout of its own for the scripts (examples/ links to this one's): its .venv is the test's to make."""
+    root = tmp_path / "checkout"
+    root.mkdir()
+    (root / "examples").symlink_to(PROJECT_ROOT / "examples", target_is_directory=True)
+    return root
+
+
+def test_run_eval_defaults_to_the_checkouts_own_virtual_environment(tmp_path, checkout_copy):
+    """With PYTHON and VENV unset, <checkout>/.venv/bin/python runs every command; without it, python3."""
+    script = checkout_copy / "examples" / "mem_agent" / "run-eval.sh"
+    env = {"PYTHON": None, "DRY_RUN": "1"}
+    default = checkout_copy / ".venv" / "bin" / "python"
+    without = _script(script, env, cwd=tmp_path, bin_dirs=[_python_wrapper(tmp_path / "bin" / "python3").parent])
+    assert without.returncode == 0, without.stderr
+    assert "warning" not in without.stderr, "the python3 on PATH has every package"
+    assert _lines(without.stdout, "mem_agent.local_stack")[0][0] == "python3"
+    _python_wrapper(default)
+    result = _script(script, env, cwd=tmp_path)
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    (stack,) = _lines(result.stdout, "mem_agent.local_stack")
+    assert stack[0] == str(default) and stack[stack.index("--") + 1] == str(default)
 
 
 # ---- the train script's dry run anywhere --------------------------------------------------------
 
 
-def test_train_dry_run_previews_the_launch_on_a_machine_without_ray_or_checkouts(tmp_path, python_env):
-    env = python_env | {"DRY_RUN": "1", "PATH": "/usr/bin:/bin", "TRAINER_ROOT": str(tmp_path / "slime")}
+def test_train_dry_run_previews_the_launch_on_a_machine_without_ray_or_checkouts(tmp_path):
+    env = {"DRY_RUN": "1", "TRAINER_ROOT": str(tmp_path / "slime")}
     result = _script(TRAIN, env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     (head,) = _lines(result.stdout, "setsid ray start --head")
@@ -229,14 +232,14 @@ def test_train_dry_run_previews_the_launch_on_a_machine_without_ray_or_checkouts
     assert "cannot start" in _problems(real) and real.stdout == ""
 
 
-def test_train_dry_run_still_refuses_values_that_cannot_work(tmp_path, python_env):
-    env = python_env | {"DRY_RUN": "1", "PATH": "/usr/bin:/bin", "MEM_CHUNK_TOKENS": "0", "LR": "fast"}
+def test_train_dry_run_still_refuses_values_that_cannot_work(tmp_path):
+    env = {"DRY_RUN": "1", "MEM_CHUNK_TOKENS": "0", "LR": "fast"}
     err = _problems(_script(TRAIN, env, cwd=tmp_path))
     assert "MEM_CHUNK_TOKENS=0 must be a positive integer" in err and "LR=fast must be a number > 0" in err
 
 
-def test_train_refuses_settings_its_mode_would_ignore(tmp_path, python_env):
-    env = python_env | {
+def test_train_refuses_settings_its_mode_would_ignore(tmp_path):
+    env = {
         "DRY_RUN": "1",
         "HOST_TRAINER": "vime",
         "EVAL_INTERVAL": "10",
@@ -257,25 +260,47 @@ def test_train_refuses_settings_its_mode_would_ignore(tmp_path, python_env):
         assert fragment in err, fragment
 
 
-def test_train_switches_must_be_0_or_1(tmp_path, python_env):
-    err = _problems(_script(TRAIN, python_env | {"DRY_RUN": "yes", "KEEP_RAY": "true"}, cwd=tmp_path))
+def test_train_switches_must_be_0_or_1(tmp_path):
+    err = _problems(_script(TRAIN, {"DRY_RUN": "yes", "KEEP_RAY": "true"}, cwd=tmp_path))
     assert "DRY_RUN=yes must be 0 or 1" in err and "KEEP_RAY=true must be 0 or 1" in err
 
 
 # ---- prepare-eval-data.sh, convert-to-hf.sh, demo.sh -------------------------------------------
 
 
-def test_prepare_eval_data_refuses_settings_nothing_would_read(tmp_path, python_env):
-    env = python_env | {"DATA_ROOT": str(tmp_path), "LENGTHS": "50", "NUM_QUESTIONS": "4", "HF_REPO": "me/data"}
+def test_prepare_eval_data_refuses_settings_nothing_would_read(tmp_path):
+    env = {"DATA_ROOT": str(tmp_path), "LENGTHS": "50", "NUM_QUESTIONS": "4", "HF_REPO": "me/data"}
     err = _problems(_script(SCRIPTS / "prepare-eval-data.sh", env, cwd=tmp_path))
     assert "LENGTHS is not a setting: the document counts are LENGTH, as in run-eval.sh" in err
     assert "NUM_QUESTIONS is set but not used: they shape what --build-from builds" in err
     assert "HF_REPO is set but not used: they choose what --download fetches" in err
 
 
-def test_convert_switches_must_be_0_or_1(tmp_path, python_env):
-    err = _problems(_script(SCRIPTS / "convert-to-hf.sh", python_env | {"DRY_RUN": "true"}, cwd=tmp_path))
+def test_convert_switches_must_be_0_or_1(tmp_path):
+    err = _problems(_script(SCRIPTS / "convert-to-hf.sh", {"DRY_RUN": "true"}, cwd=tmp_path))
     assert "DRY_RUN=true must be 0 or 1" in err
+
+
+def test_demo_checks_the_evaluators_arguments_before_installing_where_the_interpreter_can(tmp_path):
+    """With an interpreter that has the packages (an earlier demo's .venv, or PYTHON) the evaluator
+    itself checks its arguments before bootstrap.sh runs; nothing is installed or written."""
+    env = {"VENV": str(tmp_path / "venv"), "EXTRA_EVAL_ARGS": "--no-such-flag"}
+    result = _script(PROJECT_ROOT / "scripts" / "demo.sh", env, cwd=tmp_path)
+    err = _problems(result)
+    assert "the evaluator refuses its arguments" in err and "unrecognized arguments: --no-such-flag" in err
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_without_the_packages_the_settings_only_check_leaves_the_evaluator_to_after_the_install(tmp_path):
+    """A bare interpreter (a first demo, before bootstrap.sh) checks the MEM_* settings and the
+    script's own; the evaluator's arguments wait for its packages, and nothing is reported about them."""
+    bare = _python_wrapper(tmp_path / "bin" / "python3", "-S")
+    env = {"PYTHON": str(bare), "_MEM_SETTINGS_ONLY": "1", "_MEM_CHECK_ONLY": "1", "MEM_CHUNK_TOKENS": "0"}
+    result = _script(RUN_EVAL, env | {"EXTRA_EVAL_ARGS": "--no-such-flag"}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    problems = [line.split("\t", 1)[1] for line in result.stdout.splitlines() if line.startswith("problem\t")]
+    assert problems == ["MEM_CHUNK_TOKENS=0 must be a positive integer (default 5000)"]
+    assert "warning" not in result.stdout, "a missing package is not a problem before the installation"
 
 
 def test_demo_checks_every_setting_before_it_installs_anything(tmp_path):
@@ -292,23 +317,16 @@ def test_demo_checks_every_setting_before_it_installs_anything(tmp_path):
 
 
 @pytest.fixture
-def gpu_node(tmp_path, python_env) -> dict[str, str]:
-    """A model folder, eval files, and an `nvidia-smi` that lists 8 GPUs, as on an 8-GPU node."""
-    bin_dir = tmp_path / "gpu_bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "nvidia-smi"
-    fake.write_text('#!/usr/bin/env bash\n[[ "$*" == *--query-gpu=index* ]] && seq 0 7\n')
-    fake.chmod(0o755)
+def gpu_node(tmp_path) -> dict[str, str]:
+    """A model folder and eval files; `_on_gpus` runs with an `nvidia-smi` that lists 8 GPUs, as on an 8-GPU node."""
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
-    _eval_file(tmp_path / "data" / "eval_50.json", 2)
-    return python_env | {
-        "PATH": f"{bin_dir}:{os.environ['PATH']}",
-        "MODEL_PATH": str(tmp_path / "model"),
-        "DATA_ROOT": str(tmp_path / "data"),
-        "LENGTH": "50",
-        "DRY_RUN": "1",
-    }
+    write_eval_file(tmp_path / "data" / "eval_50.json", 2)
+    return {"MODEL_PATH": str(tmp_path / "model"), "DATA_ROOT": str(tmp_path / "data"), "LENGTH": "50", "DRY_RUN": "1"}
+
+
+def _on_gpus(env: dict[str, str | None], cwd: Path, **options) -> subprocess.CompletedProcess[str]:
+    return _script(RUN_EVAL, env, cwd=cwd, gpus=8, **options)
 
 
 def _server(argv: list[str]) -> tuple[str, int, list[str]]:
@@ -318,7 +336,7 @@ def _server(argv: list[str]) -> tuple[str, int, list[str]]:
 
 
 def test_dp_through_vllms_own_data_parallel_serving(tmp_path, gpu_node):
-    result = _script(RUN_EVAL, gpu_node | {"DP": "8"}, cwd=tmp_path)
+    result = _on_gpus(gpu_node | {"DP": "8"}, tmp_path)
     assert result.returncode == 0, result.stderr
     (server,) = _lines(result.stdout, "vllm.entrypoints.openai.api_server")
     devices, port, rest = _server(server)
@@ -333,7 +351,7 @@ def test_dp_through_vllms_own_data_parallel_serving(tmp_path, gpu_node):
 
 
 def test_dp_through_one_server_per_gpu_group_behind_vllm_router(tmp_path, gpu_node):
-    result = _script(RUN_EVAL, gpu_node | {"DP": "4", "TP": "2", "DP_MODE": "router", "PORT": "9000"}, cwd=tmp_path)
+    result = _on_gpus(gpu_node | {"DP": "4", "TP": "2", "DP_MODE": "router", "PORT": "9000"}, tmp_path)
     assert result.returncode == 0, result.stderr
     servers = [_server(argv) for argv in _lines(result.stdout, "vllm.entrypoints.openai.api_server")]
     assert [(devices, port) for devices, port, _ in servers] == [
@@ -354,14 +372,36 @@ def test_dp_through_one_server_per_gpu_group_behind_vllm_router(tmp_path, gpu_no
 
 def test_dp_uses_only_the_visible_gpus_and_needs_enough_of_them(tmp_path, gpu_node):
     env = gpu_node | {"CUDA_VISIBLE_DEVICES": "4,5,6,7", "DP": "4", "DP_MODE": "router"}
-    result = _script(RUN_EVAL, env, cwd=tmp_path)
+    result = _on_gpus(env, tmp_path)
+    assert result.returncode == 0, result.stderr
     assert [_server(argv)[0] for argv in _lines(result.stdout, "api_server")] == ["4", "5", "6", "7"]
-    err = _problems(_script(RUN_EVAL, env | {"DP": "4", "TP": "2", "DRY_RUN": "0"}, cwd=tmp_path))
+    err = _problems(_on_gpus(env | {"DP": "4", "TP": "2", "DRY_RUN": "0"}, tmp_path))
     assert "DP=4 x TP=2 needs 8 GPUs; this node has 4 (4 5 6 7)" in err
 
 
+def test_serving_on_gpus_needs_curl_and_setsid(tmp_path, gpu_node):
+    """The health wait uses curl and each server its own session (setsid): without them a real run
+    used to start the servers and wait SERVE_TIMEOUT (30 minutes) for a health check that never came."""
+    system = path_without(tmp_path / "system", "curl", "setsid")
+    dry = _on_gpus(gpu_node, tmp_path, system_path=[system])
+    assert (
+        dry.returncode == 0 and "command 'curl' not found" in dry.stderr and "command 'setsid' not found" in dry.stderr
+    )
+    err = _problems(_on_gpus(gpu_node | {"DRY_RUN": "0", "PORT": "1"}, tmp_path, system_path=[system]))
+    assert "command 'curl' not found: it asks the servers for /health" in err
+    assert "command 'setsid' not found: util-linux" in err
+    assert not (tmp_path / "runs").exists(), "no server log: nothing was started"
+
+
+@pytest.mark.parametrize("knob", ["HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT"])
+def test_the_serving_waits_are_checked_and_belong_to_gpu_serving(tmp_path, gpu_node, knob):
+    assert f"{knob}=0 must be a positive integer" in _problems(_on_gpus(gpu_node | {knob: "0"}, tmp_path))
+    err = _problems(_script(RUN_EVAL, gpu_node | {knob: "5"}, cwd=tmp_path))  # no GPU: the CPU stack
+    assert f"{knob} is set but not used: no GPU found" in err
+
+
 def test_dp_mode_needs_dp(tmp_path, gpu_node):
-    err = _problems(_script(RUN_EVAL, gpu_node | {"DP_MODE": "router"}, cwd=tmp_path))
+    err = _problems(_on_gpus(gpu_node | {"DP_MODE": "router"}, tmp_path))
     assert "DP_MODE is set but not used: it chooses how DP > 1 replicas are served" in err
-    err = _problems(_script(RUN_EVAL, gpu_node | {"DP": "2", "DP_MODE": "ray"}, cwd=tmp_path))
+    err = _problems(_on_gpus(gpu_node | {"DP": "2", "DP_MODE": "ray"}, tmp_path))
     assert "DP_MODE=ray must be one of vllm,router" in err

@@ -10,12 +10,8 @@ schedule through the host double's DP split and loss reducer.
 
 from __future__ import annotations
 
-import json
-import os
 import shlex
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,41 +19,21 @@ from mem_agent.custom_convert import convert_samples_to_train_data
 from support.host.args import host_args, parallel_config
 from support.host.sample import Sample
 from support.host.train_data import split_by_dp, token_weights
+from support.scripts import SCRIPTS, TrainerFiles, run_script, write_trainer_files
 
-SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "mem_agent" / "run-qwen3-4b-train.sh"
+SCRIPT = SCRIPTS / "run-qwen3-4b-train.sh"
 
 
 @pytest.fixture
-def checkout(tmp_path) -> dict[str, str]:
+def checkout(tmp_path) -> TrainerFiles:
     """Fake slime and vime checkouts, model and data paths, and a `ray` that is never reached."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("MEM_", "RAY_", "WANDB_"))}
-    for name in ("slime", "vime"):
-        (tmp_path / name / name).mkdir(parents=True)
-        (tmp_path / name / "train.py").write_text("")
-    for folder in ("Megatron-LM", "hf", "dist", "bin"):
-        (tmp_path / folder).mkdir()
-    (tmp_path / "hf" / "config.json").write_text(json.dumps({"vocab_size": 151936}))
-    (tmp_path / "train.jsonl").write_text("{}\n")
-    (tmp_path / "bin" / "ray").write_text("#!/usr/bin/env bash\nexit 1\n")
-    (tmp_path / "bin" / "ray").chmod(0o755)
-    env.update(
-        PYTHON=sys.executable,
-        DRY_RUN="1",
-        MEGATRON_PATH=str(tmp_path / "Megatron-LM"),
-        HF_CKPT=str(tmp_path / "hf"),
-        TORCH_DIST=str(tmp_path / "dist"),
-        TRAIN_DATA=str(tmp_path / "train.jsonl"),
-        SAVE_PATH=str(tmp_path / "save"),
-        PATH=f"{tmp_path / 'bin'}:{env['PATH']}",
-    )
-    env.pop("HOST_TRAINER", None)
-    return {"root": str(tmp_path), **env}
+    return write_trainer_files(tmp_path)
 
 
-def dry_run(checkout: dict[str, str], host: str, **knobs: str) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in checkout.items() if key != "root"}
-    env.update(TRAINER_ROOT=str(Path(checkout["root"]) / host), **knobs)
-    return subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=120)
+def dry_run(checkout: TrainerFiles, host: str, **knobs: str) -> subprocess.CompletedProcess:
+    """The launch's dry run from the minimal environment (support/scripts.py) plus `knobs`."""
+    env = checkout.env(host) | {"DRY_RUN": "1"} | knobs
+    return run_script(SCRIPT, env, bin_dirs=[checkout.bin_dir], timeout=120)
 
 
 def submitted(output: str) -> str:
@@ -101,7 +77,7 @@ def test_a_global_batch_size_sets_the_updates_and_the_warmup_follows_them(checko
     [
         ({"UPDATES_PER_ROLLOUT": "3"}, "UPDATES_PER_ROLLOUT=3 does not divide the 2048 trajectories"),
         ({"GLOBAL_BATCH_SIZE": "300"}, "GLOBAL_BATCH_SIZE=300 does not divide the 2048 trajectories"),
-        ({"LOSS_WEIGHTING": "sample"}, "LOSS_WEIGHTING=sample must be token"),
+        ({"LOSS_WEIGHTING": "sample"}, "LOSS_WEIGHTING=sample must be one of token,trajectory"),
         ({"GRPO_STD_NORM": "yes"}, "GRPO_STD_NORM=yes must be 0 or 1"),
         ({"LR_WARMUP_ITERS": "-1"}, "LR_WARMUP_ITERS=-1 must be an integer"),
     ],
@@ -111,8 +87,35 @@ def test_a_schedule_that_would_drop_trajectories_or_an_unknown_knob_value_starts
     assert result.returncode == 2 and message in result.stderr and "ray job submit" not in result.stdout
 
 
+def test_updates_per_rollout_beside_a_global_batch_size_is_set_but_not_used(checkout):
+    """GLOBAL_BATCH_SIZE decides the updates; an UPDATES_PER_ROLLOUT beside it used to be overridden silently."""
+    result = dry_run(checkout, "slime", GLOBAL_BATCH_SIZE="256", UPDATES_PER_ROLLOUT="4")
+    assert result.returncode == 2 and result.stderr.count("error:") == 1, result.stderr
+    assert "UPDATES_PER_ROLLOUT is set but not used: GLOBAL_BATCH_SIZE sets the updates per rollout" in result.stderr
+    assert "ray job submit" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"ACTOR_GPUS_PER_NODE": "four"}, "ACTOR_GPUS_PER_NODE=four must be a positive integer"),
+        ({"ROLLOUT_NUM_GPUS": "0"}, "ROLLOUT_NUM_GPUS=0 must be a positive integer"),
+        ({"ACTOR_GPUS_PER_NODE": "8"}, "ACTOR_GPUS_PER_NODE=8 must be below GPUS_PER_NODE=8"),
+        ({"GPUS_PER_NODE": "1"}, "ASYNC=1 needs GPUS_PER_NODE >= 2 (it is 1)"),
+    ],
+)
+def test_async_gpu_split_is_checked_with_everything_else_in_one_message(checkout, knobs, message):
+    """The split used to be computed from unchecked values (bash arithmetic on 'four') and reported
+    in a second message; now it is validated first and derived after, in the one message."""
+    (checkout.checkout("slime") / "train_async.py").write_text("")
+    result = dry_run(checkout, "slime", ASYNC="1", MEM_CHUNK_TOKENS="0", **knobs)
+    assert result.returncode == 2 and result.stderr.count("error:") == 1, result.stderr
+    assert message in result.stderr and "MEM_CHUNK_TOKENS=0 must be a positive integer" in result.stderr
+    assert "Traceback" not in result.stderr and "syntax error" not in result.stderr
+
+
 def test_help_says_both_hosts_count_trajectories():
-    text = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, timeout=60).stdout
+    text = run_script(SCRIPT, {}, "--help", timeout=60).stdout
     assert "count this in\n                    trajectories" in text and "turn rows" in text
     assert "vime ... count turn rows" not in text and "vime and slime v0.2 count turn rows" not in text
 

@@ -12,8 +12,7 @@ from mem_agent import rollout
 from mem_agent.custom_convert import TrainDataError, convert_samples_to_train_data
 from support.host.args import host_args, parallel_config
 from support.host.sample import Sample
-from support.host.train_data import convert, split_by_dp
-from support.slime_host import check_train_data
+from support.host.train_data import check_train_data, convert, split_by_dp
 
 # MemAgent's recipe: the launch script passes --disable-grpo-std-normalization (no std division).
 ARGS = host_args(

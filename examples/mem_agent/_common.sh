@@ -199,6 +199,9 @@ port_in_use() {
 # that runs is the code beside the script; what the interpreter must bring is the packages, looked
 # up without importing them (importlib.util.find_spec, ~50 ms). When they are absent the problem
 # says exactly what to run or set. Returns 1 (after reporting why) when PYTHON is not ready.
+# With _MEM_SETTINGS_ONLY=1 (demo.sh, before it installs the packages) nothing is reported: it
+# returns 0 when the interpreter at hand already has the packages (the checks that need them then
+# run too), 1 when it lacks them (they run after the installation).
 resolve_python() { # resolve_python module...: the packages the script's commands import
   local venv_python="${VENV:-${MEM_REPO_ROOT}/.venv}/bin/python" how absent
   if [[ -n "${PYTHON:-}" ]]; then
@@ -210,9 +213,11 @@ resolve_python() { # resolve_python module...: the packages the script's command
     PYTHON=python3
     how="PYTHON (unset, and there is no ${venv_python}, so python3)"
   fi
-  [[ "${_MEM_SETTINGS_ONLY:-0}" != "1" ]] || return 1 # the interpreter is made after the check (demo.sh)
+  local settings_only=0
+  [[ "${_MEM_SETTINGS_ONLY:-0}" != "1" ]] || settings_only=1
   if ! command -v "${PYTHON}" >/dev/null 2>&1; then
-    missing "${how}: no such interpreter; run bash ${MEM_REPO_ROOT}/scripts/bootstrap.sh (it makes ${venv_python}) or set PYTHON"
+    ((settings_only)) ||
+      missing "${how}: no such interpreter; run bash ${MEM_REPO_ROOT}/scripts/bootstrap.sh (it makes ${venv_python}) or set PYTHON"
     return 1
   fi
   absent=$("${PYTHON}" -c '
@@ -221,7 +226,22 @@ assert sys.version_info >= (3, 11), f"Python {sys.version.split()[0]} is older t
 print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' \
     "$@" 2>&1) || absent="anything (it failed to run: ${absent##*$'\n'})"
   [[ -n "${absent}" ]] || return 0
-  missing "${how} cannot import ${absent}: run bash ${MEM_REPO_ROOT}/scripts/bootstrap.sh (it makes ${venv_python} with everything), or set PYTHON to an interpreter with mem-agent installed (pip install -e '${MEM_REPO_ROOT}[eval]')"
+  ((settings_only)) ||
+    missing "${how} cannot import ${absent}: run bash ${MEM_REPO_ROOT}/scripts/bootstrap.sh (it makes ${venv_python} with everything), or set PYTHON to an interpreter with mem-agent installed (pip install -e '${MEM_REPO_ROOT}[eval]')"
+  return 1
+}
+
+# The interpreter for the helpers that need only the standard library (the MEM_* check, the
+# runtime env, reading a config.json): PYTHON where it runs, else python3. Prints nothing and
+# fails when neither is found.
+stdlib_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3; do
+    if [[ -n "${candidate}" ]] && command -v "${candidate}" >/dev/null 2>&1; then
+      echo "${candidate}"
+      return 0
+    fi
+  done
   return 1
 }
 
@@ -245,9 +265,8 @@ resolve_host_trainer() {
 # once, so a bad value is reported here with the rest instead of failing inside a Ray actor or a
 # server minutes later. config.py needs only the standard library: any Python 3.11 can check.
 check_mem_settings() {
-  local checker=${PYTHON:-python3} out line
-  command -v "${checker}" >/dev/null 2>&1 || checker=python3
-  if ! command -v "${checker}" >/dev/null 2>&1; then
+  local checker out line
+  if ! checker=$(stdlib_python); then
     missing "neither PYTHON=${PYTHON:-} nor python3 found: the MEM_* settings cannot be checked"
     return 0
   fi
@@ -273,8 +292,11 @@ print("\n".join(config_problems()))
 # env in its job table and writes it to runtime_env_agent.log. Workers inherit secrets from the
 # environment of the `ray start` that launched their node instead.
 mem_env_json() {
-  local builder=${PYTHON:-python3}
-  command -v "${builder}" >/dev/null 2>&1 || builder=python3
+  local builder
+  builder=$(stdlib_python) || {
+    echo "neither PYTHON=${PYTHON:-} nor python3 found" >&2
+    return 1
+  }
   _MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" _MEM_PYTHONPATH="${MEGATRON_PATH}:${TRAINER_ROOT}:${MEM_EXAMPLES_DIR}" \
     "${builder}" -c '
 import json, os, sys

@@ -15,7 +15,8 @@ usage: [VAR=value ...] bash examples/mem_agent/convert-to-hf.sh [-h | --help]
   OUT_ROOT      converted models go to OUT_ROOT/iter_XXXXXXX (default: SAVE_PATH_hf)
   SINGLE_ITER   convert only this iteration: 99 or iter_0000099 (default: every iteration)
   VOCAB_SIZE    rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP
-                (default: vocab_size from HF_CKPT/config.json)
+                (default: vocab_size from HF_CKPT/config.json, or its text_config; a config.json
+                without one is an error unless VOCAB_SIZE is set)
   TRAINER_ROOT  slime or vime checkout with tools/convert_torch_dist_to_hf.py (default: ~/slime)
   MEGATRON_PATH Megatron-LM checkout, put on PYTHONPATH (default: TRAINER_ROOT/../Megatron-LM)
   PYTHON        interpreter with torch and the trainer's requirements (default: python3)
@@ -41,8 +42,31 @@ require_path HF_CKPT "original Hugging Face model" "the model training started f
 [[ ! -d "${HF_CKPT}" || -f "${HF_CKPT}/config.json" ]] || missing "HF_CKPT=${HF_CKPT} has no config.json: not a Hugging Face model folder"
 require_path TRAINER_ROOT "slime or vime checkout"
 [[ ! -d "${TRAINER_ROOT}" || -f "${CONVERTER}" ]] || missing "${CONVERTER} not found: TRAINER_ROOT is not a slime or vime checkout"
+require_path MEGATRON_PATH "Megatron-LM checkout" "the converter imports it"
 require_cmd "${PYTHON}" "a Python with torch and the trainer's requirements (PYTHON=...)"
-[[ -z "${VOCAB_SIZE}" || "${VOCAB_SIZE}" =~ ^[1-9][0-9]*$ ]] || problem "VOCAB_SIZE=${VOCAB_SIZE} must be a positive integer"
+if [[ -n "${VOCAB_SIZE}" ]]; then
+  [[ "${VOCAB_SIZE}" =~ ^[1-9][0-9]*$ ]] || problem "VOCAB_SIZE=${VOCAB_SIZE} must be a positive integer"
+elif [[ -f "${HF_CKPT}/config.json" ]] && reader=$(stdlib_python); then
+  # The model's own vocabulary size (a VLM keeps it under text_config), read now: a config.json
+  # that cannot be read is a problem here, not a traceback after the checks.
+  if ! VOCAB_SIZE=$(_CONFIG="${HF_CKPT}/config.json" "${reader}" -c '
+import json, os, sys
+path = os.environ["_CONFIG"]
+try:
+    with open(path) as handle:
+        config = json.load(handle)
+except (OSError, ValueError) as error:
+    sys.exit(f"{path}: {error}")
+if not isinstance(config, dict):
+    sys.exit(f"{path}: not a JSON object")
+size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+    sys.exit(f"{path} has no vocab_size (set VOCAB_SIZE)")
+print(size)' 2>&1); then
+    problem "HF_CKPT=${HF_CKPT}: ${VOCAB_SIZE##*$'\n'}"
+    VOCAB_SIZE=""
+  fi
+fi
 iterations=()
 if [[ -n "${SINGLE_ITER}" ]]; then
   number=${SINGLE_ITER#iter_}
@@ -59,12 +83,6 @@ elif [[ -d "${SAVE_PATH}" ]]; then
 fi
 report_problems
 
-if [[ -z "${VOCAB_SIZE}" && -f "${HF_CKPT}/config.json" ]] && command -v "${PYTHON}" >/dev/null; then # (else a dry run)
-  VOCAB_SIZE=$(_CONFIG="${HF_CKPT}/config.json" "${PYTHON}" -c '
-import json, os
-config = json.load(open(os.environ["_CONFIG"]))
-print(config.get("vocab_size") or config.get("text_config", {}).get("vocab_size") or "")')
-fi
 vocab=()
 [[ -z "${VOCAB_SIZE}" ]] || vocab=(--vocab-size "${VOCAB_SIZE}")
 

@@ -32,7 +32,8 @@ usage: [VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download 
 Each file must be a JSON array of objects with context, input and answers. The table gives each
 length's status (present, missing, downloaded, built, invalid, download failed, build failed),
 item count and size. Exit status: 0 when every length is ready, 1 when some are not, 2 on a
-usage error. Files that exist are never overwritten or deleted, valid or not.
+usage error. Files that exist are never overwritten or deleted, valid or not: a download goes
+to a new temporary file of its own (eval_<N>.json.partial.XXXXXX), renamed into place once checked.
 USAGE
 }
 
@@ -110,12 +111,17 @@ check() {
   echo "${out}"
 }
 
-# download N: into N's .partial file, renamed only once it has passed the check. Prints a reason
-# and fails when it did not work; fails quietly in a dry run, where it only prints the command.
+# download N: into a new temporary file of its own beside the target (eval_N.json.partial.XXXXXX,
+# so no existing file is touched), renamed only once it has passed the check. Prints a reason and
+# fails when it did not work; fails quietly in a dry run, where it only prints the command.
 download() {
-  local n=$1 target="${DATA_ROOT}/eval_${1}.json" err count
-  local partial="${target}.partial"
+  local n=$1 target="${DATA_ROOT}/eval_${1}.json" err count partial="${DATA_ROOT}/eval_${1}.json.partial.XXXXXX"
   local url="${HF_ENDPOINT%/}/datasets/${HF_REPO}/resolve/${HF_REVISION}/eval_${n}.json"
+  if [[ "${DRY_RUN}" != "1" ]]; then
+    mkdir -p "${DATA_ROOT}"
+    partial=$(mktemp "${partial}")
+    chmod "$(printf '%o' $((0666 & ~$(umask))))" "${partial}" # mktemp makes it 0600; the file is data
+  fi
   local curl_args=(--fail --location --silent --show-error --retry 3 --connect-timeout 30 --output "${partial}" "${url}")
   # The token travels as a header in a curl config read from stdin, never as an argument, so
   # it shows neither in `ps` nor in this script's output.
@@ -125,7 +131,6 @@ download() {
     [[ -z "${HF_TOKEN:-}" ]] || echo "  HF_TOKEN=<set>: curl reads it as an Authorization header from stdin"
     return 1
   fi
-  mkdir -p "${DATA_ROOT}"
   # printf is a builtin: the token never appears in a process's arguments. Without a token curl
   # is not told to read a config, and the empty stdin is ignored.
   err=$({ [[ -z "${HF_TOKEN:-}" ]] || printf 'header = "Authorization: Bearer %s"\n' "${HF_TOKEN}"; } |
@@ -144,12 +149,12 @@ download() {
 }
 
 declare -A status items reason
-missing=()
+absent_lengths=()
 for n in "${lengths[@]}"; do
   file="${DATA_ROOT}/eval_${n}.json"
   if [[ ! -e "${file}" ]]; then
     status[${n}]=missing
-    missing+=("${n}")
+    absent_lengths+=("${n}")
   elif count=$(check "${file}"); then
     status[${n}]=present
     items[${n}]=${count}
@@ -159,8 +164,8 @@ for n in "${lengths[@]}"; do
   fi
 done
 
-if ((${#missing[@]})) && [[ "${DOWNLOAD}" == "1" ]]; then
-  for n in "${missing[@]}"; do
+if ((${#absent_lengths[@]})) && [[ "${DOWNLOAD}" == "1" ]]; then
+  for n in "${absent_lengths[@]}"; do
     echo "eval_${n}.json: downloading from ${HF_ENDPOINT} (${HF_REPO})"
     if out=$(download "${n}"); then
       status[${n}]=downloaded
@@ -172,11 +177,11 @@ if ((${#missing[@]})) && [[ "${DOWNLOAD}" == "1" ]]; then
       reason[${n}]=${out}
     fi
   done
-elif ((${#missing[@]})) && [[ -n "${BUILD_FROM}" ]]; then
+elif ((${#absent_lengths[@]})) && [[ -n "${BUILD_FROM}" ]]; then
   [[ "${DRY_RUN}" == "1" ]] || mkdir -p "${DATA_ROOT}"
-  if run "${PYTHON}" -m mem_agent.build_long_context --input "${BUILD_FROM}" --num-docs "${missing[@]}" \
+  if run "${PYTHON}" -m mem_agent.build_long_context --input "${BUILD_FROM}" --num-docs "${absent_lengths[@]}" \
     --num-questions "${NUM_QUESTIONS}" --seed "${SEED}" --out-dir "${DATA_ROOT}" && [[ "${DRY_RUN}" != "1" ]]; then
-    for n in "${missing[@]}"; do
+    for n in "${absent_lengths[@]}"; do
       if count=$(check "${DATA_ROOT}/eval_${n}.json"); then
         status[${n}]=built
         items[${n}]=${count}
@@ -186,7 +191,7 @@ elif ((${#missing[@]})) && [[ -n "${BUILD_FROM}" ]]; then
       fi
     done
   elif [[ "${DRY_RUN}" != "1" ]]; then
-    for n in "${missing[@]}"; do
+    for n in "${absent_lengths[@]}"; do
       status[${n}]="build failed"
     done
   fi

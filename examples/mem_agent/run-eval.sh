@@ -38,6 +38,8 @@ Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs)
   HOST / PORT       where the server (or router) listens (default: 127.0.0.1 / 8000)
   EXTRA_SERVE_ARGS  more vLLM server flags, word-split (default: none)
   SERVE_TIMEOUT     seconds to wait for the servers to be healthy (default: 1800; also on CPU)
+  HEALTH_INTERVAL   seconds between two health checks of a starting server (default: 5)
+  SERVE_STOP_TIMEOUT  seconds a stopped server gets after SIGTERM before SIGKILL (default: 30)
   Without a GPU the model is served by vLLM's CPU build (mem_agent.local_stack) and the settings
   above, except SERVE_TIMEOUT, are errors. Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/.
 Evaluator (defaults are the evaluator's own; see python -m mem_agent.eval_ruler_hqa --help)
@@ -85,7 +87,7 @@ elif [[ -n "${MODEL_PATH}" || "${CONVERT}" == "1" ]]; then
 else
   MODE=demo
 fi
-SERVER_KNOBS=(TP DP DP_MODE HOST PORT EXTRA_SERVE_ARGS)
+SERVER_KNOBS=(TP DP DP_MODE HOST PORT EXTRA_SERVE_ARGS HEALTH_INTERVAL SERVE_STOP_TIMEOUT)
 DEMO_KNOBS=(DEMO_QUESTIONS DEMO_MAX_MEMORY DEMO_MAX_FINAL)
 case "${MODE}" in
   demo)
@@ -116,6 +118,9 @@ DP_MODE=${DP_MODE:-vllm}
 HOST=${HOST:-127.0.0.1}
 PORT=${PORT:-8000}
 SERVE_TIMEOUT=${SERVE_TIMEOUT:-1800}
+HEALTH_INTERVAL=${HEALTH_INTERVAL:-5}
+SERVE_STOP_TIMEOUT=${SERVE_STOP_TIMEOUT:-30}
+KILL_WAIT=30 # seconds a SIGKILLed server may take to be gone before we say it outlived the signal
 EXTRA_SERVE_ARGS=${EXTRA_SERVE_ARGS:-}
 EXTRA_EVAL_ARGS=${EXTRA_EVAL_ARGS:-}
 PROTOCOL=${PROTOCOL:-}
@@ -165,7 +170,11 @@ if ((${#GPUS[@]})); then
   require_count DP
   require_port PORT
   require_choice DP_MODE vllm router
+  require_count HEALTH_INTERVAL
+  require_count SERVE_STOP_TIMEOUT
   [[ -n "${HOST}" ]] || problem "HOST is empty"
+  require_cmd setsid "util-linux; each server runs in its own session, so that stopping it stops its engine processes"
+  require_cmd curl "it asks the servers for /health before the evaluation starts"
 fi
 if [[ "${CONVERT}" == "1" ]]; then
   if [[ -z "${SINGLE_ITER:-}" ]]; then
@@ -263,24 +272,31 @@ report_problems
 
 # ---- serving -------------------------------------------------------------------------------------
 SERVER_PGIDS=()
-alive_servers() { # the process groups still running
-  local pgid
-  for pgid in "${SERVER_PGIDS[@]}"; do
-    ! kill -0 -- "-${pgid}" 2>/dev/null || echo "${pgid}"
-  done
+running_groups() { # the server process groups of which a process still runs (a zombie has exited)
+  local pgids=" ${SERVER_PGIDS[*]} "
+  ps -eo pgid=,stat= | awk -v ours="${pgids}" 'index(ours, " " $1 " ") && $2 !~ /^Z/ { print $1 }' | sort -u
 }
-stop_servers() { # each server is its own process group (setsid): stopping it stops its engine processes
-  local pgid waited=0
-  for pgid in $(alive_servers); do
-    kill -TERM -- "-${pgid}" 2>/dev/null || true
-  done
-  while [[ -n "$(alive_servers)" ]] && ((waited < 30)); do
+wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of our servers runs
+  local waited=0
+  while [[ -n "$(running_groups)" ]]; do
+    ((waited < $1)) || return 1
     sleep 1
     waited=$((waited + 1))
   done
-  for pgid in $(alive_servers); do
+}
+stop_servers() { # each server is its own process group (setsid): stopping it stops its engine processes
+  local pgid
+  ((${#SERVER_PGIDS[@]})) || return 0
+  for pgid in $(running_groups); do
+    kill -TERM -- "-${pgid}" 2>/dev/null || true
+  done
+  wait_groups_gone "${SERVE_STOP_TIMEOUT}" && return 0
+  for pgid in $(running_groups); do
+    echo "server process group ${pgid} still running after ${SERVE_STOP_TIMEOUT} s: SIGKILL"
     kill -KILL -- "-${pgid}" 2>/dev/null || true
   done
+  wait_groups_gone "${KILL_WAIT}" ||
+    echo "warning: processes of server group(s) $(running_groups | xargs) outlived SIGKILL by ${KILL_WAIT} s" >&2
 }
 
 start_server() { # start_server NAME COMMAND...: in its own session, logged to servers/NAME.log
@@ -310,8 +326,8 @@ wait_healthy() { # wait_healthy URL NAME INDEX: until URL/health answers, server
       tail -n 30 "${log}" >&2
       exit 1
     fi
-    sleep 5
-    waited=$((waited + 5))
+    sleep "${HEALTH_INTERVAL}"
+    waited=$((waited + HEALTH_INTERVAL))
   done
   echo "$2 is up at ${url} after ${waited} s"
 }

@@ -182,9 +182,12 @@ for knob in NUM_ROLLOUT ROLLOUT_BATCH_SIZE N_SAMPLES UPDATES_PER_ROLLOUT SAVE_IN
 done
 [[ -z "${GLOBAL_BATCH_SIZE}" ]] || require_count GLOBAL_BATCH_SIZE
 [[ -z "${LR_WARMUP_ITERS}" ]] || require_count LR_WARMUP_ITERS 0
-[[ "${LOSS_WEIGHTING}" == token || "${LOSS_WEIGHTING}" == trajectory ]] ||
-  problem "LOSS_WEIGHTING=${LOSS_WEIGHTING} must be token (MemAgent's token mean) or trajectory"
-[[ "${GRPO_STD_NORM}" == 0 || "${GRPO_STD_NORM}" == 1 ]] || problem "GRPO_STD_NORM=${GRPO_STD_NORM} must be 0 or 1"
+require_choice LOSS_WEIGHTING token trajectory
+require_flag GRPO_STD_NORM
+if [[ "${ASYNC}" == "1" ]]; then
+  [[ -z "${ACTOR_GPUS_PER_NODE:-}" ]] || require_count ACTOR_GPUS_PER_NODE
+  [[ -z "${ROLLOUT_NUM_GPUS:-}" ]] || require_count ROLLOUT_NUM_GPUS
+fi
 require_number WEIGHT_DECAY 0
 require_number ADAM_BETA1 0 1 open
 require_number ADAM_BETA2 0 1 open
@@ -203,6 +206,8 @@ require_number VLLM_GPU_MEMORY_UTILIZATION 0 1 open
 # Settings the chosen mode would silently ignore (judged on what the user set, not the defaults).
 [[ -n "${EVAL_DATA}" ]] || unused EVAL_INTERVAL EVAL_TEMPERATURE EVAL_TOP_P "evaluation during training is off without EVAL_DATA"
 [[ "${ASYNC}" == "1" ]] || unused ACTOR_GPUS_PER_NODE ROLLOUT_NUM_GPUS "they split the GPUs for ASYNC=1 only"
+[[ -z "${GLOBAL_BATCH_SIZE}" ]] ||
+  unused UPDATES_PER_ROLLOUT "GLOBAL_BATCH_SIZE sets the updates per rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES / GLOBAL_BATCH_SIZE); set one of them"
 [[ -n "${WANDB_PROJECT}" ]] || unused WANDB_GROUP "Weights & Biases is off without WANDB_PROJECT"
 if [[ "${HOST_TRAINER}" == slime ]]; then
   unused VLLM_GPU_MEMORY_UTILIZATION "slime's rollout engines are SGLang (SGLANG_MEM_FRACTION)"
@@ -227,6 +232,16 @@ if ((${#PROBLEMS[@]} == 0)); then
   LR_WARMUP_ITERS=${LR_WARMUP_ITERS:-$((20 * UPDATES_PER_ROLLOUT))}
   if ((NNODES > 1)) && is_loopback "${MASTER_ADDR}"; then
     problem "NNODES=${NNODES} needs MASTER_ADDR set to this node's address that the other nodes can reach"
+  fi
+  if [[ "${ASYNC}" == "1" ]]; then # train_async.py cannot colocate: training and rollout get their own GPUs
+    if ((GPUS_PER_NODE < 2)); then
+      problem "ASYNC=1 needs GPUS_PER_NODE >= 2 (it is ${GPUS_PER_NODE}): training and rollout each need GPUs of their own"
+    else
+      ACTOR_GPUS_PER_NODE=${ACTOR_GPUS_PER_NODE:-$((GPUS_PER_NODE / 2))}
+      ((ACTOR_GPUS_PER_NODE < GPUS_PER_NODE)) ||
+        problem "ACTOR_GPUS_PER_NODE=${ACTOR_GPUS_PER_NODE} must be below GPUS_PER_NODE=${GPUS_PER_NODE}: ASYNC=1 gives the rest of each node to rollout"
+      ROLLOUT_NUM_GPUS=${ROLLOUT_NUM_GPUS:-$((NNODES * (GPUS_PER_NODE - ACTOR_GPUS_PER_NODE)))}
+    fi
   fi
 fi
 require_cmd ray "install the trainer's requirements (ray[default], for the job API)"
@@ -253,6 +268,11 @@ if [[ "${USE_EXISTING_RAY}" != "1" ]]; then
 elif [[ "${DRY_RUN}" != "1" ]] && command -v ray >/dev/null 2>&1; then
   ray job list --address "${RAY_JOB_ADDRESS}" >/dev/null 2>&1 ||
     problem "USE_EXISTING_RAY=1 but no Ray job API answers at RAY_JOB_ADDRESS=${RAY_JOB_ADDRESS}"
+fi
+# The job's runtime env, built before anything starts: a failure here is a problem like the others.
+if ! RUNTIME_ENV=$(mem_env_json 2>&1); then
+  missing "cannot build the job's runtime env (Python 3.11 needed): ${RUNTIME_ENV##*$'\n'}"
+  RUNTIME_ENV='{"env_vars": "(built by Python 3.11 at run time; none found here)"}'
 fi
 report_problems
 
@@ -328,12 +348,7 @@ WANDB_ARGS=()
 [[ -z "${WANDB_PROJECT}" ]] || WANDB_ARGS=(--use-wandb --wandb-project "${WANDB_PROJECT}" --wandb-group "${WANDB_GROUP}")
 read -r -a EXTRA_BACKEND <<<"${EXTRA_BACKEND_ARGS}"
 read -r -a EXTRA <<<"${EXTRA_ARGS}"
-if [[ "${ASYNC}" == "1" ]]; then # train_async.py cannot colocate: training and rollout get their own GPUs
-  ACTOR_GPUS_PER_NODE=${ACTOR_GPUS_PER_NODE:-$((GPUS_PER_NODE / 2))}
-  ROLLOUT_NUM_GPUS=${ROLLOUT_NUM_GPUS:-$((NNODES * (GPUS_PER_NODE - ACTOR_GPUS_PER_NODE)))}
-  require_count ACTOR_GPUS_PER_NODE
-  require_count ROLLOUT_NUM_GPUS
-  report_problems
+if [[ "${ASYNC}" == "1" ]]; then
   CLUSTER_ARGS=(--actor-num-nodes "${NNODES}" --actor-num-gpus-per-node "${ACTOR_GPUS_PER_NODE}"
     --rollout-num-gpus "${ROLLOUT_NUM_GPUS}")
 else
@@ -431,10 +446,6 @@ if ((NNODES > 1)); then
     "(the job waits until their GPUs have joined)"
 fi
 
-if ! RUNTIME_ENV=$(mem_env_json 2>&1); then
-  [[ "${DRY_RUN}" == "1" ]] || die "cannot build the job's runtime env: ${RUNTIME_ENV##*$'\n'}"
-  RUNTIME_ENV='{"env_vars": "(built by Python 3.11 at run time; none found here)"}'
-fi
 echo "runtime env: ${RUNTIME_ENV}"
 JOB=(ray job submit --address "${RAY_JOB_ADDRESS}" --submission-id "${SUBMISSION_ID}" --runtime-env-json "${RUNTIME_ENV}"
   -- "${PYTHON}" "${TRAINER_ROOT}/${TRAIN_SCRIPT}" "${CLUSTER_ARGS[@]}" "${MODEL_ARGS[@]}" "${CKPT_ARGS[@]}"

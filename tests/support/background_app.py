@@ -2,7 +2,8 @@
 
 The fault proxy and the SGLang shim sit between a client under test and the real vLLM server;
 the client may run its own event loop (or none) in the test's thread, so each front-end gets a
-loop of its own, with one upstream session shared by its requests.
+loop of its own, with one upstream session shared by its requests. Stand-in servers with no
+upstream (the fixed-answer server, the instant latency server) use the same thread and loop.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from aiohttp import web
 
 
 class BackgroundApp:
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str = "") -> None:
         self.upstream = upstream.rstrip("/")
         self.url = ""
         self._loop = asyncio.new_event_loop()
@@ -40,6 +41,8 @@ class BackgroundApp:
         asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
+        if not self._thread.is_alive():
+            self._loop.close()  # its selector and self-pipe, as the fixed-answer server used to close them
 
     async def _start(self) -> None:
         self._runner = web.AppRunner(self.make_app(), access_log=None)

@@ -19,6 +19,8 @@
   `--calculate-per-token-loss`, 1 / (all masked tokens of the step, each fully masked row counting
   1); without it, 1 / (rows' rollout_mask_sums x global batch size), i.e. every trajectory weighs
   the same whatever its length or turn count.
+- `check_train_data`: the row invariants the trainer's consumer relies on (aligned lengths, 0/1
+  masks, Python ints, per-rollout mask sums), for tests to assert on any train-data dict.
 """
 
 from __future__ import annotations
@@ -159,3 +161,22 @@ def token_weights(data: dict[str, list[Any]], rows: list[int], args: Any) -> lis
         return [[m / denominator for m in mask] for mask in masks]
     sums = [max(data["rollout_mask_sums"][row], 1) for row in rows]
     return [[m / (total * args.global_batch_size) for m in mask] for mask, total in zip(masks, sums, strict=True)]
+
+
+def check_train_data(data: dict[str, list], *, rollout_counted: bool = True) -> None:
+    """The train-data consumer's row invariants (lengths, masks, ints, per-rollout mask sums)."""
+    rows = len(data["tokens"])
+    for key, values in data.items():
+        if isinstance(values, list) and key != "metadata":
+            assert len(values) == rows, f"{key} has {len(values)} entries for {rows} rows"
+    for i in range(rows):
+        length = data["response_lengths"][i]
+        assert 0 < length <= len(data["tokens"][i]), f"row {i}: response_length {length}"
+        assert len(data["loss_masks"][i]) == length and set(data["loss_masks"][i]) <= {0, 1}
+        assert all(type(t) is int for t in data["tokens"][i]), f"row {i}: tokens must be python ints"
+        assert isinstance(data["rewards"][i], float)
+    if rollout_counted:
+        totals: dict[Any, int] = {}
+        for rid, mask in zip(data["rollout_ids"], data["loss_masks"], strict=True):
+            totals[rid] = totals.get(rid, 0) + sum(mask)
+        assert data["rollout_mask_sums"] == [totals[rid] for rid in data["rollout_ids"]]
