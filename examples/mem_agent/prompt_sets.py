@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.prompt_file import Assembly, MemoryText, PromptFile, load_prompt_file
+from mem_agent.prompt_file import Assembly, MemoryText, PromptFile
 from mem_agent.prompts import (
     FINAL_TURN_TEXT,
     MEMORY_TURN_TEXT,
@@ -280,17 +280,17 @@ def file_prompts(tokenizer: PreTrainedTokenizerBase, file: PromptFile) -> TokenP
 
 
 def prompt_facts(config: MemAgentConfig) -> dict[str, Any]:
-    """What a run records about its prompts, without a tokenizer: built-in, or the file's facts."""
-    if not config.prompts:
-        return dict(BUILT_IN_FACTS)
-    return load_prompt_file(config.prompts, config.mode.value).facts()
+    """What a run records about its prompts, without a tokenizer: built-in, or the facts (path,
+    sha256, source) of the one read of the template file that the run's prompts are built from."""
+    file = config.prompt_file
+    return dict(BUILT_IN_FACTS) if file is None else file.facts()
 
 
 def build_prompt_set(
     tokenizer: PreTrainedTokenizerBase, config: MemAgentConfig
 ) -> tuple[TokenPrompts | TextPrompts, dict[str, Any]]:
     """The prompts `config` asks for, and the facts a run records about them (`prompt_facts`)."""
-    if not config.prompts:
+    file = config.prompt_file
+    if file is None:
         return builtin_prompts(tokenizer, config.mode, config.thinking), prompt_facts(config)
-    file = load_prompt_file(config.prompts, config.mode.value)
-    return file_prompts(tokenizer, file), file.facts()
+    return file_prompts(tokenizer, file), prompt_facts(config)
