@@ -288,13 +288,6 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
     return problems
 
 
-def setting_from_env(env: str, environ: Mapping[str, str] | None = None) -> Any:
-    """One setting, parsed and validated, for code that needs it before a whole config exists."""
-    setting = next(s for s in SETTINGS if s.env == env)
-    raw = (os.environ if environ is None else environ).get(env, "").strip()
-    return _parse(setting, raw) if raw else setting.default
-
-
 def _fail(setting: Setting, raw: object) -> ConfigError:
     return ConfigError(f"{setting.env}={raw} must be {_DESCRIPTIONS[setting.kind]} (default {_shown(setting)})")
 
