@@ -36,10 +36,14 @@ class RetrieverKind(StrEnum):
 
 
 class MemoryRule(StrEnum):
-    """What a ReMemR1 memory turn leaves as the memory."""
+    """MEM_REMEMR1_MEMORY: which part of a ReMemR1 memory turn's text becomes the memory (its tags).
 
-    RESPONSE = "response"  # the response less its recall blocks (the released code)
-    UPDATE = "update"  # the text of its last update block
+    Not to be confused with `prompt_file.MemoryText`, a template file's `memory` key, which decides
+    how a response is cut (pad/EOS ids, the <think> part) before this rule reads it.
+    """
+
+    RESPONSE = "response"  # the response less its <recall> blocks (the released code)
+    UPDATE = "update"  # the text of its last <update> block
 
 
 class CoverageRule(StrEnum):

@@ -83,7 +83,7 @@ def settings() -> MemAgentConfig:
 
 @functools.cache
 def _agent(hf_checkpoint: str, config: MemAgentConfig) -> MemoryAgent:
-    return MemoryAgent(load_tokenizer(hf_checkpoint), config)
+    return MemoryAgent(load_tokenizer(hf_checkpoint, config.tokenizer), config)
 
 
 def reset_caches() -> None:
