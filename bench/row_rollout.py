@@ -26,6 +26,7 @@ from typing import Any
 from mem_agent import rollout
 from mem_agent.build_long_context import render_context
 from mem_agent.custom_convert import convert_samples_to_train_data, flatten
+from mem_agent.host_client import close_clients
 from mem_agent.prepare_data import output_row
 from mem_agent.qa_rows import parse_row
 from mem_agent.trajectory_rows import info_of
@@ -133,7 +134,7 @@ def run_rollout_step(
             tasks = [host.generate_and_rm_group(args, group, rollout.generate, rollout.reward) for group in groups]
             return list(await asyncio.gather(*tasks))
         finally:
-            await rollout.close_clients()
+            await close_clients()
 
     samples = flatten(asyncio.run(step()))
     _, advantages = rollout.reward_post_process(args, samples)

@@ -47,8 +47,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.host_client import client_for, close_clients, forget_clients, router_address, sampling_from_host
-from mem_agent.host_flags import HostConfigError, check_host_args
+from mem_agent.host_client import client_for, forget_clients, sampling_from_host
+from mem_agent.host_flags import check_host_args
 from mem_agent.records import Trajectory, TrajectoryStatus, Turn
 from mem_agent.reward_fields import reward_record
 from mem_agent.scoring import AnswerScores, ReportingRules, score_answer
@@ -57,20 +57,7 @@ from mem_agent.tokenizer import load_tokenizer
 from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows
 from mem_agent.workflow import MemoryAgent
 
-__all__ = [
-    "META",
-    "HostConfigError",
-    "check_host_args",
-    "client_for",
-    "close_clients",
-    "generate",
-    "reset_caches",
-    "reward",
-    "reward_post_process",
-    "router_address",
-    "sampling_from_host",
-    "settings",
-]
+__all__ = ["generate", "reset_caches", "reward", "reward_post_process", "scored_rows", "settings"]
 
 logger = logging.getLogger(__name__)
 
