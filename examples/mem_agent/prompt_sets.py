@@ -40,12 +40,12 @@ from mem_agent.prompts import (
 )
 from mem_agent.rememr1 import FINAL_TURN_TEXT_REMEMR1, NO_RECALL_TEXT
 from mem_agent.rememr1 import MEMORY_TURN_TEXT as REMEMR1_MEMORY_TURN_TEXT
+from mem_agent.scoring import THINK_END, after_think, answer_region
 from mem_agent.tokenizer import decode, encode
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-THINK_END = "</think>"
 BUILT_IN_FACTS: dict[str, Any] = {"kind": "built-in"}
 
 
@@ -222,8 +222,7 @@ class TextPrompts:
     def answer(self, response_ids: np.ndarray) -> str:
         """What both authors' evaluation scripts score: the stripped response's part after the last
         `</think>`, or the whole response when that part is empty (`extract_solution`, then the box)."""
-        text = decode(self.tokenizer, response_ids).strip()
-        return after_think(text) or text
+        return answer_region(decode(self.tokenizer, response_ids))
 
     def from_text(self, text: str) -> str:
         return text
@@ -233,11 +232,6 @@ class TextPrompts:
 
     def to_ids(self, slot: str) -> np.ndarray:
         return encode(self.tokenizer, slot)
-
-
-def after_think(text: str) -> str:
-    """MemAgent's evaluation client (`extract_solution`): the text after the last `</think>`, stripped, else all."""
-    return text.rsplit(THINK_END, 1)[1].strip() if THINK_END in text else text
 
 
 def builtin_prompts(tokenizer: PreTrainedTokenizerBase, mode: AgentMode, thinking: bool = False) -> TokenPrompts:
