@@ -8,10 +8,12 @@ own under the smallest id no other row uses, as slime HEAD's and current vime's 
 it (slime/ray/rollout.py:647-655, vime/data/batch_builder.py `BatchBuilder.convert`).
 
 A trajectory is not trained (every row loss-masked, advantage 0, left out of its group's mean)
-when any of its rows is ABORTED or FAILED, or when fewer rows arrive than the generate hook
-emitted (`metadata["mem_agent"]["num_samples"]`): the sample-counted hosts (vime's older
-interface, slime v0.2.x) trim a step's rows to a multiple of the global batch size, which can cut
-the last trajectory in half; its memory turns alone must not be trained as if they were complete.
+when any of its rows is ABORTED or FAILED or records such a trajectory status
+(`untrainable_status`, the rule the reward hook and the dynamic-sampling filters share), or when
+fewer rows arrive than the generate hook emitted (`metadata["mem_agent"]["num_samples"]`): the
+sample-counted hosts (vime's older interface, slime v0.2.x) trim a step's rows to a multiple of the
+global batch size, which can cut the last trajectory in half; its memory turns alone must not be
+trained as if they were complete.
 """
 
 from __future__ import annotations
