@@ -26,6 +26,7 @@ from typing import Any
 from mem_agent import rollout
 from mem_agent.build_long_context import render_context
 from mem_agent.custom_convert import convert_samples_to_train_data, flatten
+from mem_agent.host_client import close_clients
 from mem_agent.prepare_data import output_row
 from mem_agent.qa_rows import parse_row
 from mem_agent.trajectory_rows import info_of
@@ -150,7 +151,7 @@ def run_rollout_step(
             state, params = host.RolloutState.for_args(args), host.sampling_params(args)
             return list(await asyncio.gather(*(host.generate_and_rm_group(state, group, params) for group in groups)))
         finally:
-            await rollout.close_clients()
+            await close_clients()
 
     samples = flatten(asyncio.run(step()))
     _, advantages = rollout.reward_post_process(args, samples)

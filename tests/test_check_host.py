@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent.check_host import build_parser
+from mem_agent.host_namespace import router_address
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.scripted_engine import scripted_engine
@@ -99,16 +100,32 @@ def test_a_refused_flag_is_reported_at_the_generate_step(tmp_path, engine):
         (["--trainer-root", "/nonexistent/slime", "--url", "http://127.0.0.1:9"], "is not a folder"),
         (["--trainer-root", "{tmp}", "--url", "http://127.0.0.1:9"], "not a slime or vime checkout"),
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--host-flag", "no-equals"], "NAME=VALUE"),
-        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--prompts", "0"], "positive integers"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--num-prompts", "0"], "positive integers"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1"], "http://HOST:PORT, the router as the trainer"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:8000/v1"], "no path, query or user"),
+        (["--trainer-root", "{root}", "--url", "https://127.0.0.1:443"], "the hooks reach the router over http"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:port"], "must be http://HOST:PORT"),
+        (["--trainer-root", "{both}", "--url", "http://127.0.0.1:9"], "holds both slime/ and vime/"),
     ],
 )
 def test_user_mistakes_are_one_line_with_exit_status_2(tmp_path, argv, message):
     root = write_fake_trainer(tmp_path / "checkout")
-    argv = [item.format(tmp=tmp_path, root=root) for item in argv]
+    both = write_fake_trainer(tmp_path / "both")
+    (both / "vime").mkdir()
+    argv = [item.format(tmp=tmp_path, root=root, both=both) for item in argv]
     result = preflight(*argv)
     assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("url", "address"),
+    [("http://127.0.0.1:30000", ("127.0.0.1", 30000)), ("http://[::1]:8000/", ("::1", 8000))],
+)
+def test_the_router_address_is_what_the_trainer_args_hold(url, address):
+    assert router_address(url) == address
 
 
 def test_help_names_both_ways_to_reach_a_server_and_the_host_flag_form():
     text = build_parser().format_help()
     assert "--local-stack" in text and "--url" in text and "reward_key=score" in text
+    assert "--num-prompts" in text and "--prompts " not in text, "--prompts FILE is a template file elsewhere"

@@ -8,6 +8,7 @@ the model, so they need no vLLM stack.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from bench.latency_server import make_app
-from mem_agent import eval_ruler_hqa
+from mem_agent import eval_ruler_hqa, prompt_file
 from mem_agent.eval_report import check_reuse, reuse_problems
 from mem_agent.eval_results import read_results
+from mem_agent.tokenizer import bundled_qwen3_dir
 from support.background_app import BackgroundApp
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm"]
@@ -125,3 +127,81 @@ def test_results_without_a_summary_are_reused_with_a_note(tmp_path, capsys):
     (tmp_path / "results_6.jsonl").write_text('{"id": "0", "status": "completed"}\n')
     assert check_reuse(tmp_path, {"config": {}}) == []
     assert "holds results but no summary.json" in capsys.readouterr().out
+
+
+def test_raising_timeouts_retries_protocol_or_loader_after_failed_items_reuses_the_results(
+    server, data_root, tmp_path, monkeypatch
+):
+    """They cannot change a finished result: a rerun that raises them (to redo failed items) reuses
+    what is done, and summary.json still records every setting of the new run."""
+    assert _evaluate(server, data_root, tmp_path, "--limit", "1") == 0
+    changed = {
+        "MEM_REQUEST_TIMEOUT": "1200",
+        "MEM_CONNECT_TIMEOUT": "30",
+        "MEM_MAX_RETRIES": "6",
+        "MEM_PROTOCOL": "sglang",
+        "MEM_TOKENIZER": "light",
+    }
+    for name, value in changed.items():
+        monkeypatch.setenv(name, value)
+    assert _evaluate(server, data_root, tmp_path) == 0
+    run = _summary(tmp_path)["run"]
+    assert (run["items_run"], run["items_reused"]) == (2, 1)
+    assert run["config"]["request_timeout_s"] == 1200.0 and run["config"]["max_retries"] == 6
+    assert run["config"]["protocol"] == "sglang" and run["config"]["tokenizer"] == "light"
+
+
+def test_an_older_summary_is_compared_on_its_answer_shaping_settings_only():
+    """The older all-strings layout recorded every setting too: only those that shape answers count."""
+    old = {"config": {"chunk_tokens": "256", "request_timeout_s": "600.0", "protocol": "auto", "mode": "memagent"}}
+    now = {"config": {"chunk_tokens": 256, "request_timeout_s": 30.0, "protocol": "vllm", "mode": "memagent"}}
+    assert reuse_problems(old, now) == []
+    now["config"] |= {"chunk_tokens": 512}
+    assert reuse_problems(old, now) == ["config.chunk_tokens 256 -> 512"]
+
+
+def _template_file(path: Path, no_memory: str) -> Path:
+    templates = {"memory_turn": "{problem} | {memory} | {section}", "final_turn": "{problem} | {memory}"}
+    lines = ["version = 1", 'mode = "memagent"', 'assembly = "tokens"', "", "[templates]"]
+    lines += [f'{key} = "{text}"' for key, text in templates.items()] + [f'no_memory = "{no_memory}"']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_check_flag_compares_the_template_file_and_the_tokenizer_too(server, data_root, tmp_path, capsys):
+    """run-eval.sh's preflight refuses what the real run would: another template file content (its
+    sha256) or another tokenizer folder, without a server and before the model exists."""
+    template = _template_file(tmp_path / "prompts.toml", "nothing yet")
+    out = tmp_path / "out"
+    tokenizer = str(bundled_qwen3_dir())
+    assert _evaluate(server, data_root, out, "--limit", "1", "--prompts", str(template), "--tokenizer", tokenizer) == 0
+    check = ["--output-dir", str(out), "--check", *FAST, "--prompts", str(template)]
+    assert eval_ruler_hqa.main([*check, "--tokenizer", tokenizer]) == 0
+    assert eval_ruler_hqa.main([*check, "--tokenizer", str(tmp_path / "model-to-come")]) == 2
+    recorded_folder, new_folder = Path(tokenizer).resolve(), (tmp_path / "model-to-come").resolve()
+    assert f"tokenizer {recorded_folder} -> {new_folder}" in capsys.readouterr().err
+    recorded = _summary(out)["run"]["prompts"]["sha256"]
+    _template_file(template, "no notes")
+    assert eval_ruler_hqa.main([*check, "--tokenizer", tokenizer]) == 2
+    err = capsys.readouterr().err
+    assert f"prompts.sha256 {recorded} -> {hashlib.sha256(template.read_bytes()).hexdigest()}" in err
+    assert err.count("\n") == 1
+
+
+def test_the_template_file_is_read_once_and_the_summary_records_that_read(server, data_root, tmp_path, monkeypatch):
+    """The prompts the run used and the sha256 summary.json records come from one read: a file changed
+    on disk after the evaluator read it cannot be recorded in its place."""
+    template = _template_file(tmp_path / "prompts.toml", "nothing yet")
+    used = hashlib.sha256(template.read_bytes()).hexdigest()
+    reads: list[Path] = []
+    parse = prompt_file.parse_prompt_file
+
+    def parse_then_edit(raw: bytes, path: Path, mode: str | None = None):
+        reads.append(path)
+        parsed = parse(raw, path, mode)
+        _template_file(template, "edited after the read")
+        return parsed
+
+    monkeypatch.setattr(prompt_file, "parse_prompt_file", parse_then_edit)
+    assert _evaluate(server, data_root, tmp_path / "out", "--limit", "1", "--prompts", str(template)) == 0
+    assert reads == [template] and _summary(tmp_path / "out")["run"]["prompts"]["sha256"] == used

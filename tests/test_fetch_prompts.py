@@ -137,15 +137,26 @@ def test_download_failures_are_one_line_errors(mirror, tmp_path, capsys):
         (["--source", "memagent", "--out", "OUT", "--commit", FAKE_COMMIT, "--sha256", "xyz"], "64 lowercase hex"),
         (["--source", "memagent", "--out", "EXISTS"], "exists; pass --force to replace it"),
         (["--source", "memagent", "--out", "OUT", "--base-url", "ftp://x"], "must start with http:// or https://"),
+        (["--source", "memagent", "--out", "OUT", "--timeout", "0"], "--timeout 0.0 must be positive"),
+        (["--source", "memagent", "--out", "FOLDER", "--force"], "is a folder; give the path of the file to write"),
+        (["--source", "memagent", "--out", "NOWHERE/out.toml"], "NOWHERE does not exist"),
     ],
 )
 def test_usage_mistakes_exit_2(tmp_path, capsys, extra, message):
     (tmp_path / "EXISTS").write_text("keep me")
-    argv = [str(tmp_path / arg) if arg in ("OUT", "EXISTS") else arg for arg in extra]
+    (tmp_path / "FOLDER").mkdir()
+    paths = ("OUT", "EXISTS", "FOLDER", "NOWHERE/out.toml")
+    argv = [str(tmp_path / arg) if arg in paths else arg for arg in extra]
     assert fetch_prompts.main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert (tmp_path / "EXISTS").read_text() == "keep me"
+
+
+def test_every_flag_says_its_default_or_that_it_is_required():
+    actions = [action for action in fetch_prompts.build_parser()._actions if action.option_strings != ["-h", "--help"]]
+    for action in actions:
+        assert "default" in action.help or "required unless --list" in action.help or action.dest == "list", action
 
 
 def test_list_names_every_source_with_its_pin(capsys):

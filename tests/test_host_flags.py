@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
+from types import SimpleNamespace
 
 import pytest
 
 from mem_agent import rollout
+from mem_agent.config import AgentMode, MemAgentConfig
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.dynamic_filter import keep_groups_with_reward_contrast
+from mem_agent.host_flags import HostConfigError, check_host_args
 from support.hook_bench import (
     bench_args,
     host_modules_loaded,
@@ -164,8 +166,8 @@ def test_the_hosts_own_filter_would_crash_on_turn_lists_so_it_is_refused_naming_
         filters.check_reward_nonzero_std(args, [_trajectory(0, 0, 1.0, 2), _trajectory(0, 1, 0.0, 2)])
     host_filter = "slime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"
     refused = bench_args("http://127.0.0.1:9", dynamic_sampling_filter_path=host_filter)
-    with pytest.raises(rollout.HostConfigError, match=r"use mem_agent\.dynamic_filter\.keep_groups"):
-        rollout.check_host_args(refused)
+    with pytest.raises(HostConfigError, match=r"use mem_agent\.dynamic_filter\.keep_groups"):
+        check_host_args(refused)
 
 
 def record_turn(args, sample, *, rollout_id=None, evaluation=False):
@@ -216,9 +218,8 @@ def test_an_abort_ends_every_trajectory_in_flight_and_request_mode_touches_nothi
 
         output = run_async(go)
         requests_after = len(engine.requests)
-        deadline = time.monotonic() + 5
-        while not server_mode and engine.disconnected < 4 and time.monotonic() < deadline:
-            time.sleep(0.02)  # the engine notices a closed connection at its next poll
+        if not server_mode:  # the engine notices a closed connection at its next check of the request
+            engine.wait_for_disconnects(4, timeout_s=5)
     assert engine.server_aborts == int(server_mode)
     assert engine.disconnected == (0 if server_mode else 4), "request mode closes exactly our in-flight requests"
     statuses = [member[0].status if isinstance(member, list) else member.status for member in output]
@@ -249,9 +250,32 @@ def test_flags_the_fan_out_cannot_work_with_are_refused_in_one_line_before_any_r
     with small_agent(), scripted_engine(tokenizer, lambda text, seed: "x") as engine:
         args = bench_args(engine.url, **overrides)
         sample = Sample(index=0, group_index=0, prompt="Q?", label="a", metadata={"context": "text"})
-        with pytest.raises(rollout.HostConfigError, match=message) as refused:
+        with pytest.raises(HostConfigError, match=message) as refused:
             run_async(lambda: rollout.generate(args, sample, sampling_params(args)))
     assert "\n" not in str(refused.value) and engine.requests == []
+
+
+def test_in_rememr1_mode_a_memory_turn_also_holds_the_recalled_memory():
+    """chunk 5000 + memory read, memory written and memory recalled (3 x 1024) + 512 = 8584 tokens."""
+    args = SimpleNamespace(rollout_max_context_len=8000)
+    check_host_args(args, training=False, config=MemAgentConfig())  # MemAgent: 5000 + 2 x 1024 + 512 fits
+    with pytest.raises(HostConfigError) as refused:
+        check_host_args(args, training=False, config=MemAgentConfig(mode=AgentMode.REMEMR1))
+    assert str(refused.value) == (
+        "--rollout-max-context-len 8000 is shorter than a memory turn (MEM_CHUNK_TOKENS 5000 + 3 x MEM_MAX_MEMORY "
+        "1024 + ~512 prompt tokens = 8584); raise it or lower MEM_CHUNK_TOKENS / MEM_MAX_MEMORY"
+    )
+
+
+def test_the_refusal_prints_the_formula_of_the_turn_that_set_the_bound():
+    """A long answer budget makes the final turn the longest: the message says so, with its own sum."""
+    config = MemAgentConfig(chunk_tokens=256, max_memory_tokens=100, max_final_tokens=4096)
+    with pytest.raises(HostConfigError) as refused:
+        check_host_args(SimpleNamespace(rollout_max_context_len=2000), training=False, config=config)
+    assert str(refused.value) == (
+        "--rollout-max-context-len 2000 is shorter than the final turn (1 x MEM_MAX_MEMORY 100 + MEM_MAX_FINAL "
+        "4096 + ~512 prompt tokens = 4708); raise it or lower MEM_MAX_MEMORY / MEM_MAX_FINAL"
+    )
 
 
 def test_a_context_length_that_fits_the_turn_budgets_is_accepted(tokenizer, rows):
@@ -262,7 +286,7 @@ def test_a_context_length_that_fits_the_turn_budgets_is_accepted(tokenizer, rows
 
 def test_the_convert_refuses_training_flags_too_when_the_host_skipped_generate():
     args = bench_args("http://127.0.0.1:9", use_dynamic_global_batch_size=True)
-    with pytest.raises(rollout.HostConfigError, match="--use-dynamic-global-batch-size"):
+    with pytest.raises(HostConfigError, match="--use-dynamic-global-batch-size"):
         convert_samples_to_train_data(args, flatten_rollout([[_trajectory(0, 0, 1.0, 2)]]))
 
 

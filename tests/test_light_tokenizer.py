@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mem_agent.config import AgentMode, ConfigError, TokenizerBackend
+from mem_agent.config import AgentMode, ConfigError, MemAgentConfig, TokenizerBackend
 from mem_agent.light_tokenizer import LightTokenizer, UnsupportedTokenizerError, load
 from mem_agent.prompt_sets import builtin_prompts
 from mem_agent.tiny_model import ensure_tiny_qwen3
@@ -349,15 +350,79 @@ def test_an_unreadable_tokenizer_file_is_a_one_line_error_of_the_command(tmp_pat
     assert "cannot read" in capsys.readouterr().err
 
 
-def test_mem_tokenizer_selects_the_loader_and_a_bad_value_is_a_clear_error(tmp_path, monkeypatch):
+def test_mem_tokenizer_selects_the_loader_of_the_hooks_and_the_commands(tmp_path, monkeypatch, fresh_settings):
+    """MEM_TOKENIZER is read once, with the other settings, and passed to the loader from there."""
+    from mem_agent import rollout
+    from mem_agent.cli_common import build_agent
+
     folder = _variant(tmp_path)
     monkeypatch.setenv("MEM_TOKENIZER", "transformers")
-    assert not isinstance(load_tokenizer(folder), LightTokenizer)
+    assert not isinstance(rollout._agent(str(folder), rollout.settings()).tokenizer, LightTokenizer)
+    assert not isinstance(build_agent(str(folder), MemAgentConfig.from_env()).tokenizer, LightTokenizer)
     monkeypatch.setenv("MEM_TOKENIZER", "light")
-    assert isinstance(load_tokenizer(folder), LightTokenizer)
+    rollout.reset_caches()
+    assert isinstance(rollout._agent(str(folder), rollout.settings()).tokenizer, LightTokenizer)
+    assert isinstance(build_agent(str(folder), MemAgentConfig.from_env()).tokenizer, LightTokenizer)
+
+
+def test_a_bad_mem_tokenizer_is_a_one_line_error_of_the_command(tmp_path, monkeypatch, capsys):
+    from mem_agent import run_document
+
     monkeypatch.setenv("MEM_TOKENIZER", "fastest")
     with pytest.raises(ConfigError, match="MEM_TOKENIZER=fastest must be one of auto, light, transformers"):
-        load_tokenizer(folder)
+        MemAgentConfig.from_env()
+    argv = ["--url", "http://127.0.0.1:9", "--tokenizer", str(_variant(tmp_path)), "--question", "q?"]
+    assert run_document.main(argv) == 2
+    assert capsys.readouterr().err == (
+        "error: MEM_TOKENIZER=fastest must be one of auto, light, transformers (default auto)\n"
+    )
+
+
+BROKEN_TEMPLATES = {
+    "missing": ({}, ("chat_template",), "has no chat template"),
+    "syntax error": ({"chat_template": "{% if messages %}never closed"}, (), "Unexpected end of template"),
+    "drops the message": (
+        {"chat_template": "{% for m in messages %}[{{ m.role }}]{% endfor %}<|im_start|>assistant\n"},
+        (),
+        "dropped prompt slots",
+    ),
+    "raises": ({"chat_template": "{{ raise_exception('this model takes no user turns') }}"}, (), "no user turns"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_TEMPLATES))
+@pytest.mark.parametrize("command", ["run_document", "eval_ruler_hqa"])
+def test_a_chat_template_that_cannot_build_the_prompts_is_a_one_line_error(tmp_path, capsys, case, command):
+    """A folder without a chat template, or with one that fails or drops the message, is a user's
+    mistake: exit 2 and one line naming the folder, never a traceback."""
+    from mem_agent import eval_ruler_hqa, run_document
+
+    config, drop, reason = BROKEN_TEMPLATES[case]
+    folder = _variant(tmp_path, config, drop=drop)
+    argv = ["--url", "http://127.0.0.1:9", "--tokenizer", str(folder)]
+    if command == "run_document":
+        code = run_document.main([*argv, "--question", "q?", "--document", "-"])
+    else:
+        data = tmp_path / "eval_1.json"
+        data.write_text(json.dumps([{"input": "q?", "answers": ["a"], "context": "Some text."}]))
+        code = eval_ruler_hqa.main([*argv, "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: --tokenizer {folder}: its chat template cannot build the prompts: ")
+    assert re.search(reason, err)
+
+
+@pytest.mark.parametrize("command", ["run_document", "eval_ruler_hqa"])
+def test_the_server_address_is_checked_before_the_tokenizer_is_loaded(tmp_path, capsys, command):
+    from mem_agent import eval_ruler_hqa, run_document
+
+    argv = ["--url", "ftp://127.0.0.1:9", "--tokenizer", str(tmp_path / "no-model-here")]
+    if command == "run_document":
+        code = run_document.main([*argv, "--question", "q?", "--document", "-"])
+    else:
+        code = eval_ruler_hqa.main([*argv, "--data", str(tmp_path / "eval_1.json")])
+    assert code == 2
+    assert capsys.readouterr().err == "error: --url ftp://127.0.0.1:9 must start with http:// or https://\n"
 
 
 def test_arguments_we_do_not_implement_are_errors_not_template_variables(pair):

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from conftest import document_text
 
-from mem_agent import processes
+from mem_agent import local_stack, processes
+from mem_agent.local_stack import LocalStack, StackSettings
 from mem_agent.processes import (
     ManagedProcess,
     ProcessStopError,
@@ -183,3 +184,58 @@ def test_a_process_that_outlives_sigkill_is_an_error_that_names_it(tmp_path: Pat
     monkeypatch.undo()
     process.stop(grace_s=5)
     assert running_in_group(process.pid) == []
+
+
+class _StubbornProcess:
+    """Stands in for a started server: records its stop, and fails it when asked to."""
+
+    def __init__(self, name: str, stopped: list[str], fails: bool) -> None:
+        self.name, self.pid, self._stopped, self._fails = name, 4242, stopped, fails
+
+    def stop(self) -> None:
+        self._stopped.append(self.name)
+        if self._fails:
+            raise ProcessStopError(f"{self.name}: processes [4242] of its group still run 30 s after SIGKILL")
+
+
+def test_the_stack_stops_every_process_even_when_one_cannot_be_stopped(tmp_path: Path):
+    """The router outliving SIGKILL must not leave vLLM running: both are tried, then one error names it."""
+    stopped: list[str] = []
+    server, router = (_StubbornProcess(name, stopped, name == "vllm-router") for name in ("vllm-cpu", "vllm-router"))
+    stack = LocalStack(tmp_path, server_url="http://127.0.0.1:1", router_url=None, processes=[server, router])
+    with pytest.raises(ProcessStopError) as raised:
+        stack.stop()
+    assert str(raised.value) == _router_stop_failure()
+    assert stopped == ["vllm-router", "vllm-cpu"] and stack.processes == []
+
+
+@pytest.fixture
+def stubborn_stack(tmp_path: Path, monkeypatch) -> tuple[StackSettings, list[str]]:
+    """`local_stack()` with stand-in servers that start at once and whose router cannot be stopped."""
+    stopped: list[str] = []
+    monkeypatch.setattr(local_stack, "wait_healthy", lambda process, url, timeout_s: 0.0)
+    monkeypatch.setattr(
+        local_stack,
+        "start_process",
+        lambda name, argv, log_path, env=None: _StubbornProcess(name, stopped, name == "vllm-router"),
+    )
+    return StackSettings(model_path=tmp_path, run_dir=tmp_path / "run"), stopped
+
+
+def test_an_error_raised_inside_the_stack_is_not_replaced_by_a_failure_to_stop(stubborn_stack):
+    settings, stopped = stubborn_stack
+    with pytest.raises(RuntimeError) as raised, local_stack.local_stack(settings):
+        raise RuntimeError("the command failed")
+    assert str(raised.value) == "the command failed" and stopped == ["vllm-router", "vllm-cpu"]
+    assert raised.value.__notes__ == [f"while stopping the local stack: {_router_stop_failure()}"]
+
+
+def test_a_failure_to_stop_after_a_clean_exit_is_raised(stubborn_stack):
+    settings, stopped = stubborn_stack
+    with pytest.raises(ProcessStopError) as raised, local_stack.local_stack(settings) as stack:
+        assert stack.router_url is not None
+    assert str(raised.value) == _router_stop_failure() and stopped == ["vllm-router", "vllm-cpu"]
+
+
+def _router_stop_failure() -> str:
+    return "vllm-router (pid 4242): vllm-router: processes [4242] of its group still run 30 s after SIGKILL"

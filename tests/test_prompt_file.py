@@ -177,14 +177,26 @@ def test_the_commands_exit_2_with_the_error_in_one_line(tmp_path, capsys, monkey
     argv = ["--question", "Q?", "--document", str(document), "--url", "http://127.0.0.1:9", "--prompts", str(bad)]
     assert run_document.main(argv) == 2
     err = capsys.readouterr().err
-    assert err == f"error: MEM_PROMPTS={bad}: templates.memory_turn: missing placeholder {{section}} " + (
+    assert err == f"error: --prompts {bad}: templates.memory_turn: missing placeholder {{section}} " + (
         "(needs: {problem} {memory} {section})\n"
-    )
+    ), "the file came from the flag: the message names the flag"
     monkeypatch.setenv("MEM_PROMPTS", str(bad))
     data = _write(tmp_path, '[{"input": "q", "answers": ["a"], "context": "c"}]', "eval_1.json")
     assert eval_ruler_hqa.main(["--data", str(data), "--url", "http://127.0.0.1:9", "--output-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: MEM_PROMPTS={bad}: templates.memory_turn") and err.count("\n") == 1
+
+
+def test_a_file_given_by_flag_is_named_by_the_flag_in_every_message(tmp_path, capsys, monkeypatch):
+    good = _write(tmp_path, _valid())
+    monkeypatch.setenv("MEM_PROMPTS", str(tmp_path / "unused.toml"))  # the flag wins: never read
+    monkeypatch.setenv("MEM_THINKING", "1")
+    argv = ["--question", "Q?", "--url", "http://127.0.0.1:9", "--prompts", str(good)]
+    assert run_document.main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"error: MEM_THINKING=1 switches the built-in prompts; with --prompts {good} set "
+        'thinking = "on" in the file instead\n'
+    )
 
 
 def test_the_hooks_raise_it_at_their_first_call(tmp_path, monkeypatch, fresh_settings):

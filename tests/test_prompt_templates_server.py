@@ -14,6 +14,7 @@ import pytest
 
 from mem_agent import eval_ruler_hqa, rollout, run_document
 from mem_agent.config import MemAgentConfig
+from mem_agent.host_client import close_clients
 from mem_agent.prompt_file import load_prompt_file
 from mem_agent.tokenizer import decode, encode, load_tokenizer
 from mem_agent.workflow import MemoryAgent
@@ -153,7 +154,7 @@ def test_the_training_hook_sends_the_authors_requests(stack, fetched, items, mon
             try:
                 return await rollout.generate(args, sample, sampling_params(args))
             finally:
-                await rollout.close_clients()
+                await close_clients()
 
         rows = asyncio.run(run())
         exchanges = list(proxy.exchanges)

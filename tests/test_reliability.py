@@ -29,6 +29,7 @@ from mem_agent import eval_ruler_hqa, rollout
 from mem_agent.chunking import plan_chunks
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.eval_results import read_results
+from mem_agent.host_client import close_clients
 from mem_agent.tokenizer import encode
 from support.fault_proxy import TRANSIENT_FAULTS, fault_proxy, random_faults
 from support.host.args import host_args
@@ -133,7 +134,7 @@ def test_training_hook_under_faults_never_trains_a_half_trajectory(
                 groups = DataSource(rows, 4).get_samples(len(rows))
                 return await asyncio.gather(*(generate_and_rm_group(state, group, params) for group in groups))
             finally:
-                await rollout.close_clients()
+                await close_clients()
 
         output = asyncio.run(go())
     samples = flatten_rollout(output)

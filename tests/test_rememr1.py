@@ -16,7 +16,14 @@ from mem_agent.records import SamplingParams, TrajectoryStatus, TurnKind
 from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, parse_response
 from mem_agent.retrieval import retrieve
 from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
-from mem_agent.step_rewards import MemoryTurnFacts, coverage, final_turn_reward, memory_turn_reward, recall_hit
+from mem_agent.step_rewards import (
+    MemoryTurnFacts,
+    coverage,
+    final_turn_reward,
+    memory_turn_format,
+    memory_turn_reward,
+    recall_hit,
+)
 from mem_agent.tiny_model import COMMON_WORDS
 from mem_agent.tokenizer import decode, encode
 from mem_agent.workflow import MemoryAgent
@@ -33,12 +40,12 @@ def test_update_and_recall_blocks_are_read_across_lines():
         "<update>\nAda was born in Velmont.\nShe founded Corvane.\n</update>\n<recall>who\nfounded it</recall>"
     )
     assert parsed.memory_text == "Ada was born in Velmont.\nShe founded Corvane."
-    assert parsed.query == "who\nfounded it" and parsed.well_formed
+    assert parsed.query == "who\nfounded it" and memory_turn_format(len(parsed.updates)) == 1.0
 
 
 def test_without_an_update_block_the_response_minus_recalls_is_the_memory():
     parsed = parse_response("Notes: Ada, Velmont. <recall>Ada's town</recall> More.")
-    assert parsed.memory_text == "Notes: Ada, Velmont.  More." and not parsed.well_formed
+    assert parsed.memory_text == "Notes: Ada, Velmont.  More." and memory_turn_format(len(parsed.updates)) == 0.0
 
 
 def test_an_update_cut_off_by_max_tokens_still_becomes_the_memory():
@@ -48,7 +55,7 @@ def test_an_update_cut_off_by_max_tokens_still_becomes_the_memory():
 
 def test_two_updates_keep_the_last_and_are_not_well_formed():
     parsed = parse_response("<update>first</update><update>second</update><recall> </recall>")
-    assert parsed.memory_text == "second" and parsed.query is None and not parsed.well_formed
+    assert parsed.memory_text == "second" and parsed.query is None and memory_turn_format(len(parsed.updates)) == 0.0
 
 
 # --- retrieval ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from mem_agent.step_rewards import (
     MemoryTurnFacts,
     coverage,
     final_turn_reward,
+    memory_turn_format,
     memory_turn_reward,
     turn_state_rewards,
 )
@@ -261,8 +262,9 @@ def test_the_memory_turn_format_counts_update_blocks_only():
     """Released: exactly one non-empty update block; how many recalls a turn asks for does not matter."""
     two_recalls = MemoryTurnFacts("input", "", "", None, update_blocks=1)
     assert memory_turn_reward(two_recalls, ["Barlin"]) == 1.0
-    assert parse_response("<update>a</update><recall>b</recall><recall>c</recall>").well_formed
-    assert not parse_response("<update>a</update><update>b</update>").well_formed
+    two_recall_blocks = parse_response("<update>a</update><recall>b</recall><recall>c</recall>")
+    assert memory_turn_format(len(two_recall_blocks.updates)) == 1
+    assert memory_turn_format(len(parse_response("<update>a</update><update>b</update>").updates)) == 0
 
 
 @pytest.mark.parametrize(

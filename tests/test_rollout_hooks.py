@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 
 from mem_agent import rollout
+from mem_agent.host_client import close_clients, router_address, sampling_from_host
+from mem_agent.host_flags import HostConfigError
 from mem_agent.records import FinishReason, SamplingParams
 from mem_agent.rollout_client import ApiProtocol, build_body, parse_completion
 from mem_agent.scoring import strict_reward
@@ -137,7 +139,7 @@ def test_evaluation_returns_one_scored_sample_per_question(stack, qa_rows):
             try:
                 return await eval_rollout_single_dataset(RolloutState.for_args(args), "hqa", rows)
             finally:
-                await rollout.close_clients()
+                await close_clients()
 
         data = asyncio.run(go())["hqa"]
     assert len(data["samples"]) == 4 and all(isinstance(sample, Sample) for sample in data["samples"])
@@ -213,7 +215,7 @@ def test_a_sample_without_a_context_fails_with_a_reason_instead_of_crashing_the_
         try:
             return await rollout.generate(args, sample, sampling_params(args))
         finally:
-            await rollout.close_clients()
+            await close_clients()
 
     rows = asyncio.run(go())
     assert len(rows) == 1 and rows[0].status == Sample.Status.FAILED and rows[0].rollout_id == 7
@@ -237,20 +239,20 @@ def test_the_router_and_protocol_come_from_the_host_args(monkeypatch, backend, h
     rollout.reset_caches()
     args = host_args("http://127.0.0.1:3001", backend=backend, hf_checkpoint="x", n_samples_per_prompt=1)
     setattr(args, f"{'vllm' if backend == 'vime' else 'sglang'}_router_ip", host)
-    assert rollout.router_address(args, rollout.settings()) == expected
+    assert router_address(args, rollout.settings()) == expected
 
 
 def test_args_without_a_router_are_a_clear_error():
     args = host_args("http://127.0.0.1:1", hf_checkpoint="x", n_samples_per_prompt=1, vllm_router_ip=None)
-    with pytest.raises(rollout.HostConfigError, match="neither vllm_router_ip"):
-        rollout.router_address(args, rollout.settings())
+    with pytest.raises(HostConfigError, match="neither vllm_router_ip"):
+        router_address(args, rollout.settings())
 
 
 def test_the_slime_path_sends_sglang_requests_with_our_token_budgets_and_reads_its_answers():
     """slime's sampling dict -> SGLang /generate body; max_new_tokens is MEM_MAX_*, not the host's."""
     args = host_args("http://127.0.0.1:1", backend="slime", hf_checkpoint="x", n_samples_per_prompt=1)
     params = {**sampling_params(args), "temperature": 0.6, "top_k": 20, "sampling_seed": 5}
-    body = build_body(ApiProtocol.SGLANG, np.array([1, 2, 3]), 16, rollout.sampling_from_host(params), None)
+    body = build_body(ApiProtocol.SGLANG, np.array([1, 2, 3]), 16, sampling_from_host(params), None)
     assert body["input_ids"].tolist() == [1, 2, 3] and body["return_logprob"] is True
     sent = body["sampling_params"]
     assert (sent["max_new_tokens"], sent["temperature"], sent["top_k"], sent["sampling_seed"]) == (16, 0.6, 20, 5)
@@ -272,7 +274,7 @@ def test_host_sampling_params_are_used_as_given_in_either_spelling():
     slime = {**vime, "sampling_seed": 11}
     del slime["seed"]
     for params in (vime, slime):
-        assert rollout.sampling_from_host(params) == SamplingParams(temperature=0.6, top_p=0.9, top_k=20, seed=11)
+        assert sampling_from_host(params) == SamplingParams(temperature=0.6, top_p=0.9, top_k=20, seed=11)
 
 
 @pytest.mark.parametrize(

@@ -6,10 +6,14 @@ each, our facts under metadata["mem_agent"]), so every number here can be checke
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from mem_agent import rollout
 from mem_agent.custom_convert import TrainDataError, convert_samples_to_train_data
+from mem_agent.dynamic_filter import trajectory_rewards
+from mem_agent.trajectory_rows import untrainable_status
 from support.host.args import host_args, parallel_config
 from support.host.sample import Sample
 from support.host.train_data import check_train_data, convert, split_by_dp
@@ -230,3 +234,24 @@ def test_slimes_own_convert_with_our_post_process_builds_the_same_rows():
     hosts = convert(host_args_only_post_process, samples)
     for key in ("tokens", "rewards", "raw_reward", "loss_masks", "rollout_ids", "rollout_mask_sums"):
         assert ours[key] == hosts[key], key
+
+
+@pytest.mark.parametrize("said_by", ["the row status", "the recorded trajectory status"])
+def test_the_advantages_the_filter_and_the_reward_hook_leave_out_the_same_trajectories(said_by):
+    """A failed trajectory is out of its group's mean, out of the DAPO filter's contrast and scored 0
+    by the reward hook, whether the host's row status or only the status our hook recorded says so."""
+    failed = trajectory(2, 0, 1.0, 2)
+    for row in failed:
+        row.label = "Velmont"
+        row.metadata["mem_agent"]["answer"] = "\\boxed{Velmont}"
+        if said_by == "the row status":
+            row.status = Sample.Status.FAILED
+        else:
+            row.metadata["mem_agent"]["trajectory_status"] = "failed"
+    kept = [trajectory(0, 0, 1.0, 2), trajectory(1, 0, 0.0, 2)]
+    samples = [*kept[0], *kept[1], *failed]
+    assert [untrainable_status(sample) for sample in samples] == [None] * 4 + ["failed"] * 2
+    _, advantages = rollout.reward_post_process(ARGS, samples)
+    assert by_rollout(samples, advantages) == {0: 0.5, 1: -0.5, 2: 0.0}
+    assert trajectory_rewards(ARGS, [*kept, failed]) == [1.0, 0.0]
+    assert asyncio.run(rollout.reward(ARGS, failed[-1])) == 0.0

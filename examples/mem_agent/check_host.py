@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from mem_agent import host_stubs
+from mem_agent.cli_common import UsageError
+from mem_agent.host_client import close_clients
 from mem_agent.host_namespace import host_namespace
 
 HOSTS = ("slime", "vime")
@@ -49,10 +51,6 @@ HOSTS = ("slime", "vime")
 class CheckFailed(Exception):
     def __init__(self, stage: str, where: str, detail: str) -> None:
         super().__init__(f"FAIL {stage}: {where}: {detail}")
-
-
-class UsageError(Exception):
-    """A mistake in how the preflight was called (exit status 2)."""
 
 
 @dataclass
@@ -64,41 +62,43 @@ class Host:
         try:
             return importlib.import_module(f"{self.name}.{dotted}")
         except Exception as error:  # any import failure is the finding this command reports
-            raise CheckFailed(stage, self.file(dotted), _describe(error, self.root)) from None
+            where, detail = _describe(error, self.root)
+            raise CheckFailed(stage, self.file(dotted), f"{where}: {detail}" if where else detail) from None
 
     def file(self, dotted: str) -> str:
         return f"{self.name}/{dotted.replace('.', '/')}.py"
 
 
-def _describe(error: BaseException, root: Path) -> str:
-    """`file:line: Type: message` for the deepest frame inside the checkout, else `Type: message`."""
-    where = ""
+def _describe(error: BaseException, root: Path) -> tuple[str | None, str]:
+    """(`file:line` of the deepest frame inside the checkout, or None), and `Type: message`."""
+    where = None
     for frame in traceback.extract_tb(error.__traceback__):
         path = Path(frame.filename)
         if path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
-            where = f"{path.resolve().relative_to(root.resolve())}:{frame.lineno}: "
+            where = f"{path.resolve().relative_to(root.resolve())}:{frame.lineno}"
     message = " ".join(str(error).split()) or "(no message)"
-    return f"{where}{type(error).__name__}: {message[:300]}"
+    return where, f"{type(error).__name__}: {message[:300]}"
 
 
 @contextlib.contextmanager
 def stage(name: str, host: Host, dotted: str) -> Iterator[None]:
+    """Report an error of the stage at the checkout line that raised it, else at the stage's file."""
     try:
         yield
     except CheckFailed:
         raise
     except Exception as error:
-        described = _describe(error, host.root)
-        where = host.file(dotted) if not described.startswith(host.name) else described.split(": ", 1)[0]
-        detail = described if not described.startswith(host.name) else described.split(": ", 1)[1]
-        raise CheckFailed(name, where, detail) from None
+        where, detail = _describe(error, host.root)
+        raise CheckFailed(name, where or host.file(dotted), detail) from None
 
 
 def detect_host(root: Path) -> Host:
     if not root.is_dir():
         raise UsageError(f"--trainer-root {root} is not a folder")
-    found = [name for name in HOSTS if (root / name / "__init__.py").is_file() or (root / name).is_dir()]
-    if len(found) != 1:
+    found = [name for name in HOSTS if (root / name).is_dir()]
+    if len(found) > 1:
+        raise UsageError(f"--trainer-root {root} holds both slime/ and vime/: point it at one checkout")
+    if not found:
         raise UsageError(f"--trainer-root {root} has no slime/ or vime/ package folder: not a slime or vime checkout")
     return Host(found[0], root)
 
@@ -149,14 +149,12 @@ def run_checks(host: Host, args: argparse.Namespace, options: argparse.Namespace
 
 
 async def _generate(rollout_code: Any, args: argparse.Namespace, groups: list[list[Any]]) -> list[Any]:
-    from mem_agent import rollout
-
     try:
         params = rollout_code.GenerateState(args).sampling_params
         tasks = [rollout_code.generate_and_rm_group(args, group, params.copy(), evaluation=False) for group in groups]
         return list(await asyncio.gather(*tasks))
     finally:
-        await rollout.close_clients()
+        await close_clients()  # our hooks' HTTP sessions on this event loop, which ends here
 
 
 def _split(host: Host, args: argparse.Namespace, data: dict[str, Any], dp_size: int) -> int:
@@ -167,7 +165,7 @@ def _split(host: Host, args: argparse.Namespace, data: dict[str, Any], dp_size: 
         with stage("split", host, "data.batch_builder"):
             builder = builder_module.BatchBuilder(args)
             builder.train_parallel_config = parallel
-            ranks = host_stubs_get(builder.split_by_dp(data))
+            ranks = _rank_data(builder.split_by_dp(data))
             return len(ranks[0]["global_batch_sizes"])
     schedule = host.module("split", "utils.dp_schedule")
     utils = host.module("split", "observability.rollout_data_utils")
@@ -184,8 +182,8 @@ def _split(host: Host, args: argparse.Namespace, data: dict[str, Any], dp_size: 
         return len(global_sizes)
 
 
-def host_stubs_get(refs: list[Any]) -> list[dict[str, Any]]:
-    """Unbox the host's per-rank refs (`Box(ray.put(...))`) with the in-process Ray."""
+def _rank_data(refs: list[Any]) -> list[dict[str, Any]]:
+    """Each rank's data from the host's per-rank refs (`Box(ray.put(...))`), through the in-process Ray."""
     import ray  # the in-process stand-in installed by host_stubs
 
     return [ray.get(getattr(ref, "inner", ref)) for ref in refs]
@@ -208,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--hf-checkpoint", default=None, help="tokenizer folder (default: the bundled Qwen3 tokenizer)")
     parser.add_argument("--data", type=Path, default=None, help="prepare_data JSONL (default: synthetic questions)")
-    parser.add_argument("--prompts", type=int, default=2, help="prompts in the step (default: 2)")
+    parser.add_argument("--num-prompts", type=int, default=2, help="prompts in the step (default: 2)")
     parser.add_argument("--n-samples", type=int, default=2, help="trajectories per prompt (default: 2)")
     parser.add_argument("--dp-size", type=int, default=2, help="data-parallel ranks to split for (default: 2)")
     parser.add_argument(
@@ -236,17 +234,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
     try:
         host = detect_host(options.trainer_root.expanduser())
-        if min(options.prompts, options.n_samples, options.dp_size) < 1:
-            raise UsageError("--prompts, --n-samples and --dp-size must be positive integers")
+        if min(options.num_prompts, options.n_samples, options.dp_size) < 1:
+            raise UsageError("--num-prompts, --n-samples and --dp-size must be positive integers")
         with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="check_host_") as workdir:
             url, protocol, tokenizer = _server(options, stack)
             if protocol:
                 os.environ["MEM_PROTOCOL"] = protocol
-            prompts = _prompt_file(Path(workdir), options.prompts, options.data)
-            try:
-                args = host_namespace(host.name, url, tokenizer, prompts, options)
-            except ValueError as error:
-                raise UsageError(str(error)) from None
+            prompts = _prompt_file(Path(workdir), options.num_prompts, options.data)
+            args = host_namespace(host.name, url, tokenizer, prompts, options)
             sys.path.insert(0, str(host.root))
             host_stubs.install(host.root)
             started = time.monotonic()

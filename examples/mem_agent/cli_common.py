@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 
-from mem_agent.config import MemAgentConfig
+from mem_agent.config import ConfigError, MemAgentConfig
 from mem_agent.records import SamplingParams
 from mem_agent.rollout_client import ApiProtocol, ClientSettings
-from mem_agent.tokenizer import BUNDLED_QWEN3
+from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
+from mem_agent.workflow import MemoryAgent
 
 
 class UsageError(Exception):
@@ -72,7 +73,27 @@ def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
         "max_chunks": args.max_chunks,
         "prompts": args.prompts,
     }
-    return MemAgentConfig.from_env(**{key: value for key, value in overrides.items() if value is not None})
+    try:
+        return MemAgentConfig.from_env(**{key: value for key, value in overrides.items() if value is not None})
+    except ConfigError as error:
+        if args.prompts is None:
+            raise
+        # The file came from --prompts, which wins over MEM_PROMPTS: the message names the flag.
+        raise ConfigError(str(error).replace("MEM_PROMPTS=", "--prompts ")) from None
+
+
+def build_agent(tokenizer_path: str, config: MemAgentConfig) -> MemoryAgent:
+    """The agent for a tokenizer folder; one whose chat template is missing or cannot hold the
+    prompts (a syntax error, a template that drops the message) is a UsageError, not a traceback."""
+    tokenizer = load_tokenizer(tokenizer_path, config.tokenizer)
+    import jinja2  # both tokenizer loaders render chat templates with it; imported by the first render anyway
+
+    try:
+        return MemoryAgent(tokenizer, config)
+    except (ValueError, jinja2.TemplateError) as error:  # ChatTemplateError is a ValueError
+        message = " ".join(str(error).split()) or type(error).__name__
+        problem = f"its chat template cannot build the prompts: {message}"
+        raise UsageError(f"--tokenizer {tokenizer_path}: {problem}") from None
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:

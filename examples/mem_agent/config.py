@@ -10,13 +10,14 @@ shell scripts forward only what the user set. The README's settings table is gen
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from mem_agent.prompt_file import PromptFileError, load_prompt_file
+from mem_agent.prompt_file import PromptFile, PromptFileError, load_prompt_file
 
 
 class ConfigError(ValueError):
@@ -35,10 +36,14 @@ class RetrieverKind(StrEnum):
 
 
 class MemoryRule(StrEnum):
-    """What a ReMemR1 memory turn leaves as the memory."""
+    """MEM_REMEMR1_MEMORY: which part of a ReMemR1 memory turn's text becomes the memory (its tags).
 
-    RESPONSE = "response"  # the response less its recall blocks (the released code)
-    UPDATE = "update"  # the text of its last update block
+    Not to be confused with `prompt_file.MemoryText`, a template file's `memory` key, which decides
+    how a response is cut (pad/EOS ids, the <think> part) before this rule reads it.
+    """
+
+    RESPONSE = "response"  # the response less its <recall> blocks (the released code)
+    UPDATE = "update"  # the text of its last <update> block
 
 
 class CoverageRule(StrEnum):
@@ -68,6 +73,10 @@ class Setting:
     default: Any
     kind: str  # how the value is parsed; shown in the README table
     doc: str
+    # Whether an evaluated item's result (its answer, or how the answer is scored) can depend on the
+    # value: the evaluator reuses earlier results only when these are unchanged. Timeouts, retries,
+    # the wire protocol, the tokenizer loader (same ids either way) and training-only knobs cannot.
+    shapes_answers: bool = True
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -96,13 +105,21 @@ SETTINGS: tuple[Setting, ...] = (
         "file path",
         "Prompt-template file (see Prompt templates); empty = our built-in prompts.",
     ),
-    Setting("MEM_REMEMR1_ALPHA", "rememr1_alpha", 0.8, "float in [0,1]", "ReMemR1 outcome weight; 1 = MemAgent."),
+    Setting(
+        "MEM_REMEMR1_ALPHA",
+        "rememr1_alpha",
+        0.8,
+        "float in [0,1]",
+        "ReMemR1 outcome weight; 1 = MemAgent.",
+        shapes_answers=False,
+    ),
     Setting(
         "MEM_REMEMR1_STATE_SCALE",
         "rememr1_state_scale",
         2.0,
         "positive float",
         "ReMemR1 state rewards are multiplied by this before centring; 2 = the released code's.",
+        shapes_answers=False,
     ),
     Setting(
         "MEM_RETRIEVER",
@@ -124,6 +141,7 @@ SETTINGS: tuple[Setting, ...] = (
         CoverageRule.SUBSTRING,
         "substring|words",
         "ReMemR1 state reward word matching: case-sensitive sub-strings (released code) or lower-cased words.",
+        shapes_answers=False,
     ),
     Setting(
         "MEM_FOLD_UNICODE",
@@ -139,15 +157,25 @@ SETTINGS: tuple[Setting, ...] = (
         "0|1",
         "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
     ),
-    Setting("MEM_REQUEST_TIMEOUT", "request_timeout_s", 600.0, "positive float", "Seconds per request."),
-    Setting("MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect."),
-    Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure."),
+    Setting(
+        "MEM_REQUEST_TIMEOUT",
+        "request_timeout_s",
+        600.0,
+        "positive float",
+        "Seconds per request.",
+        shapes_answers=False,
+    ),
+    Setting(
+        "MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect.", shapes_answers=False
+    ),
+    Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure.", shapes_answers=False),
     Setting(
         "MEM_PROTOCOL",
         "protocol",
         ProtocolChoice.AUTO,
         "auto|vllm|sglang|openai",
         "Inference API; auto = the host trainer's.",
+        shapes_answers=False,
     ),
     Setting(
         "MEM_TOKENIZER",
@@ -155,8 +183,11 @@ SETTINGS: tuple[Setting, ...] = (
         TokenizerBackend.AUTO,
         "auto|light|transformers",
         "Tokenizer loader; auto = light (no torch, same ids) where it can read the folder, else transformers.",
+        shapes_answers=False,
     ),
 )
+# MemAgentConfig fields whose value an evaluated result can depend on (see Setting.shapes_answers).
+ANSWER_SHAPING_FIELDS = frozenset(setting.field for setting in SETTINGS if setting.shapes_answers)
 
 
 @dataclass(frozen=True)
@@ -188,18 +219,21 @@ class MemAgentConfig:
                 object.__setattr__(self, setting.field, _as_enum(setting, value))
             else:
                 _check(setting, value)
-        if self.prompts:
-            self._check_prompt_file()
-
-    def _check_prompt_file(self) -> None:
-        """A template file is read and checked here, so every entry point reports it before any work."""
-        if self.thinking:
+        if self.prompts and self.thinking:
             raise ConfigError(
                 f"MEM_THINKING=1 switches the built-in prompts; with MEM_PROMPTS={self.prompts} set "
                 'thinking = "on" in the file instead'
             )
+        _ = self.prompt_file  # read and checked now, so every entry point reports a bad file before any work
+
+    @functools.cached_property
+    def prompt_file(self) -> PromptFile | None:
+        """The template file MEM_PROMPTS names, read once: the prompts a run builds and the sha256 it
+        records come from this one read. None for the built-in prompts."""
+        if not self.prompts:
+            return None
         try:
-            load_prompt_file(self.prompts, self.mode.value)
+            return load_prompt_file(self.prompts, self.mode.value)
         except PromptFileError as error:
             raise ConfigError(f"MEM_PROMPTS={error}") from None
 
@@ -256,13 +290,6 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
             if close:
                 problems.append(f"{name} is not a setting: did you mean {close[0]}? (see the README's settings table)")
     return problems
-
-
-def setting_from_env(env: str, environ: Mapping[str, str] | None = None) -> Any:
-    """One setting, parsed and validated, for code that needs it before a whole config exists."""
-    setting = next(s for s in SETTINGS if s.env == env)
-    raw = (os.environ if environ is None else environ).get(env, "").strip()
-    return _parse(setting, raw) if raw else setting.default
 
 
 def _fail(setting: Setting, raw: object) -> ConfigError:

@@ -33,8 +33,9 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from mem_agent.rollout import check_host_args, scored_rows
-from mem_agent.trajectory_rows import TrainDataError
+from mem_agent.host_flags import check_host_args
+from mem_agent.records import TrainDataError
+from mem_agent.rollout import scored_rows
 
 __all__ = ["TrainDataError", "convert_samples_to_train_data"]
 

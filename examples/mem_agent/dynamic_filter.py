@@ -24,24 +24,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.trajectory_rows import info_of, reward_value
+from mem_agent.reward_fields import reward_value
+from mem_agent.trajectory_rows import info_of, untrainable_status
 
 _HOST_FILTER_TYPES = ("slime.rollout.filter_hub.base_types", "vime.rollout.filter_hub.base_types")
-_UNTRAINABLE = {"aborted", "failed"}
 
 __all__ = ["keep_groups_with_reward_contrast", "keep_groups_with_reward_contrast_or_fill", "trajectory_rewards"]
 
 
 def _members(member: Any) -> list[Any]:
     return list(member) if isinstance(member, list | tuple) else [member]
-
-
-def _valid(turns: Sequence[Any]) -> bool:
-    statuses = {str(getattr(turn.status, "value", turn.status)).lower() for turn in turns}
-    if statuses & _UNTRAINABLE:
-        return False
-    info = info_of(turns[0])
-    return info.get("trajectory_status", "completed") == "completed"
 
 
 def _final(turns: Sequence[Any]) -> Any:
@@ -54,7 +46,7 @@ def trajectory_rewards(args: Any, group: Sequence[Any]) -> list[float]:
     rewards = []
     for member in group:
         turns = _members(member)
-        if turns and _valid(turns):
+        if turns and not any(untrainable_status(turn) for turn in turns):
             rewards.append(reward_value(args, _final(turns)))
     return rewards
 

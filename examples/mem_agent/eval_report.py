@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from mem_agent.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.io_utils import atomic_output, write_text_atomic
+from mem_agent.prompt_sets import prompt_facts
+from mem_agent.records import SamplingParams
+from mem_agent.scoring import ReportingRules
+from mem_agent.tokenizer import BUNDLED_QWEN3
 
 SUMMARY_NAME = "summary.json"
 PLOT_NAME = "accuracy_vs_length.png"
@@ -52,6 +58,10 @@ def format_table(reports: Sequence[EvalFileReport]) -> str:
 
 # Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
 ANSWER_SHAPING = ("config", "sampling", "tokenizer", "data", "prompts")
+# Of a fact that holds many values, only these are compared: summary.json records every setting
+# under "config", but a timeout, the retries or the wire protocol never change a finished result
+# (config.Setting.shapes_answers), so raising them to rerun failed items must not be refused.
+COMPARED_VALUES: dict[str, frozenset[str]] = {"config": ANSWER_SHAPING_FIELDS}
 
 
 class ReuseError(ValueError):
@@ -74,17 +84,49 @@ def read_earlier_runs(output_dir: Path) -> list[dict[str, Any]] | None:
     return [run for run in runs if isinstance(run, dict)]
 
 
+def settings_facts(
+    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, prompts: dict[str, Any]
+) -> dict[str, Any]:
+    """What shapes the answers, as typed JSON values (enums by the names the settings use); every
+    setting is recorded, and `reuse_problems` compares those that shape answers. `prompts` are the
+    facts of the prompts the run uses (built-in, or the template file's path, sha256 and source,
+    from the read that built them)."""
+    return {
+        "config": {key: value.value if isinstance(value, Enum) else value for key, value in asdict(config).items()},
+        "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
+        "sampling": asdict(sampling),
+        "tokenizer": _tokenizer_fact(tokenizer),
+        "prompts": prompts,
+    }
+
+
+def _tokenizer_fact(tokenizer: str) -> str:
+    """The tokenizer as summary.json names it: a folder by its absolute path, whether or not it exists yet."""
+    return tokenizer if tokenizer == BUNDLED_QWEN3 else str(Path(tokenizer).expanduser().resolve())
+
+
+def facts_known_without_a_server(tokenizer: str, config: MemAgentConfig, sampling: SamplingParams) -> dict[str, Any]:
+    """The answer-shaping facts the evaluator's `--check` knows before the data, the model and the
+    server exist: all but the data's item counts. The tokenizer is left out when it is the bundled
+    fallback, since the local stack sets MEM_MODEL_PATH (the real run's --tokenizer) only when it starts."""
+    facts = settings_facts(tokenizer, config, sampling, prompt_facts(config))
+    if tokenizer == BUNDLED_QWEN3:
+        del facts["tokenizer"]
+    return facts
+
+
 def reuse_problems(earlier: dict[str, Any], now: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[str]:
-    """`config.chunk_tokens 5000 -> 4000` for each answer-shaping fact that changed (one level deep).
-    Values are compared as text, so the older all-strings layout compares
-    equal to typed values; a fact missing on either side is not compared."""
+    """`config.chunk_tokens 5000 -> 4000` for each answer-shaping fact that changed (one level deep;
+    of "config" only the answer-shaping settings). Values are compared as text, so the older
+    all-strings layout compares equal to typed values; a fact missing on either side is not compared."""
     changes = []
     for key in keys:
         old, new = earlier.get(key), now.get(key)
         if old is None or new is None:
             continue
         if isinstance(old, dict) and isinstance(new, dict):
-            for name in sorted(old.keys() & new.keys()):
+            names = old.keys() & new.keys()
+            for name in sorted(names & COMPARED_VALUES[key] if key in COMPARED_VALUES else names):
                 if _shown(old[name]) != _shown(new[name]):
                     changes.append(f"{key}.{name} {_shown(old[name])} -> {_shown(new[name])}")
         elif _shown(old) != _shown(new):

@@ -26,9 +26,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import UTC, datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from mem_agent.cli_common import (
     add_agent_flags,
     add_sampling_flags,
     add_server_flags,
+    build_agent,
     client_settings,
     config_from_args,
     sampling_from_args,
@@ -48,14 +47,21 @@ from mem_agent.client_pool import ClientPool
 from mem_agent.config import AgentMode, ConfigError, MemAgentConfig
 from mem_agent.console import program_name
 from mem_agent.eval_files import EvalFile, EvalItem, iter_items, resolve_files
-from mem_agent.eval_report import EvalFileReport, ReuseError, check_reuse, write_reports
+from mem_agent.eval_report import (
+    EvalFileReport,
+    ReuseError,
+    check_reuse,
+    facts_known_without_a_server,
+    settings_facts,
+    write_reports,
+)
 from mem_agent.eval_results import ResultStore, read_results, summarize
 from mem_agent.jsonstream import DataFormatError, count_json_array_items
-from mem_agent.prompt_sets import prompt_facts
 from mem_agent.records import SamplingParams
+from mem_agent.rollout_client import ClientSettings
 from mem_agent.scoring import ReportingRules, score_answer
 from mem_agent.step_rewards import recall_stats
-from mem_agent.tokenizer import TokenizerNotFoundError, load_tokenizer
+from mem_agent.tokenizer import TokenizerNotFoundError
 from mem_agent.workflow import MemoryAgent
 
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
@@ -188,7 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="only check the arguments, the MEM_* settings and that earlier results in --output-dir"
-        " were made with the same settings; contact no server, write nothing (exit 0 or 2)",
+        " were made with the same answer-shaping settings, prompt file and tokenizer (all the run compares"
+        " but the data's item counts); contact no server, write nothing (exit 0 or 2)",
     )
     return parser
 
@@ -200,14 +207,19 @@ def _check_positive(args: argparse.Namespace) -> None:
             raise UsageError(f"--{flag.replace('_', '-')} {value} must be a positive integer")
 
 
-async def _evaluate_all(args, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
-    settings = [client_settings(url, args, agent.config, args.concurrency) for url in args.url]
+async def _evaluate_all(args, servers, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
     started = time.monotonic()
-    async with ClientPool.for_servers(settings, args.concurrency) as pool:
+    async with ClientPool.for_servers(servers, args.concurrency) as pool:
         evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight)
         with tqdm(total=total, unit="q", desc="questions", dynamic_ncols=True) as progress:
             await evaluator.run(files, stores, progress)
     return evaluator, time.monotonic() - started
+
+
+def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[ClientSettings]:
+    if not args.url:
+        raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
+    return [client_settings(url, args, config, args.concurrency) for url in args.url]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -216,17 +228,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check_positive(args)
         config = config_from_args(args)
         sampling = sampling_from_args(args)
-        if args.check:  # the data and the model may not exist yet: only what the flags decide
+        if args.check:  # the data, the model and the server may not exist yet
             if not args.force:
-                check_reuse(args.output_dir, _settings_facts(args, config, sampling), ("config", "sampling"))
+                check_reuse(args.output_dir, facts_known_without_a_server(args.tokenizer, config, sampling))
             return 0
+        servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
         files = resolve_files(args)
-        agent = MemoryAgent(load_tokenizer(args.tokenizer), config)
-        if not args.url or not all(args.url):
-            raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
+        agent = build_agent(args.tokenizer, config)
         sizes = {f: count_json_array_items(f.path) for f in files}
         expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
-        facts = _settings_facts(args, config, sampling) | {"data": {f.label: n for f, n in sizes.items()}}
+        facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts)
+        facts["data"] = {f.label: n for f, n in sizes.items()}
         earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
         stores = {f: ResultStore.open(args.output_dir / f.results_name, force=args.force) for f in files}
     except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError) as error:
@@ -240,7 +252,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     started = datetime.now(UTC).isoformat(timespec="seconds")
     try:
-        evaluator, seconds = asyncio.run(_evaluate_all(args, agent, sampling, files, stores, sum(expected.values())))
+        total = sum(expected.values())
+        evaluator, seconds = asyncio.run(_evaluate_all(args, servers, agent, sampling, files, stores, total))
     except DataFormatError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -258,18 +271,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nothing new to run: all {reused} results come from earlier runs, which summary.json describes")
     write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot)
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
-
-
-def _settings_facts(args: argparse.Namespace, config: MemAgentConfig, sampling: SamplingParams) -> dict[str, Any]:
-    """What shapes the answers, as typed JSON values (enums by the names the settings use)."""
-    tokenizer = Path(args.tokenizer)
-    return {
-        "config": {key: value.value if isinstance(value, Enum) else value for key, value in asdict(config).items()},
-        "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
-        "sampling": asdict(sampling),
-        "tokenizer": str(tokenizer.resolve()) if tokenizer.exists() else str(args.tokenizer),
-        "prompts": prompt_facts(config),  # built-in, or the template file's path, sha256 and source
-    }
 
 
 def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:

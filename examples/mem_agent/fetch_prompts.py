@@ -15,7 +15,7 @@ the response's ids), `memagent-eval` and `rememr1-eval` the evaluation clients (
 
 `--base-url` reads from a mirror with the same layout ({base}/{owner}/{repo}/{commit}/{path});
 `--commit` with `--sha256` reads another commit of the same file.
-Exit status: 0 written, 1 download, checksum or extraction failed, 2 bad usage.
+Exit status: 0 written, 1 download, checksum or extraction failed, 2 bad usage (or --out not writable).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
+from mem_agent.cli_common import UsageError
 from mem_agent.console import program_name
 from mem_agent.io_utils import write_text_atomic
 from mem_agent.prompt_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file
@@ -108,39 +109,50 @@ def build_parser() -> argparse.ArgumentParser:
         prog=program_name("mem_agent.fetch_prompts"),
         description="Download the authors' prompt templates at a pinned commit and write a MEM_PROMPTS file.",
     )
-    parser.add_argument("--source", choices=sorted(SOURCES), help="whose client to reproduce (see --list)")
-    parser.add_argument("--out", type=Path, help="template file to write (TOML)")
+    parser.add_argument(
+        "--source", choices=sorted(SOURCES), help="whose client to reproduce (see --list; required unless --list)"
+    )
+    parser.add_argument("--out", type=Path, help="template file to write, TOML (required unless --list)")
     parser.add_argument("--list", action="store_true", help="print the sources with their pinned commits and exit")
-    parser.add_argument("--force", action="store_true", help="replace --out if it exists")
+    parser.add_argument("--force", action="store_true", help="replace --out if it exists (default: refuse)")
     parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help="raw-file server or mirror (default: %(default)s)")
-    parser.add_argument("--commit", default=None, help="another commit of the same file (needs --sha256)")
-    parser.add_argument("--sha256", default=None, help="the sha256 of the file at --commit")
+    parser.add_argument(
+        "--commit", default=None, help="another commit of the same file, with --sha256 (default: the source's pin)"
+    )
+    parser.add_argument(
+        "--sha256", default=None, help="the sha256 of the file at --commit (default: the pinned file's)"
+    )
     parser.add_argument(
         "--thinking",
         choices=[t.value for t in Thinking],
         default=Thinking.TEMPLATE.value,
-        help="template: the chat template's default, as the authors' clients (default); on/off: enable_thinking",
+        help="template: the chat template's own default, as the authors' clients; on/off: enable_thinking "
+        "(default: %(default)s)",
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds for the download (default: 30)")
     return parser
 
 
-def _usage(args: argparse.Namespace) -> str | None:
+def check_usage(args: argparse.Namespace) -> None:
+    """Every mistake in the flags as a UsageError, before anything is downloaded."""
     if args.source is None or args.out is None:
-        return "--source and --out are required (or --list)"
+        raise UsageError("--source and --out are required (or --list)")
     if (args.commit is None) != (args.sha256 is None):
-        return "--commit and --sha256 go together: a commit is only trusted with the checksum of its file"
+        raise UsageError("--commit and --sha256 go together: a commit is only trusted with the checksum of its file")
     if args.commit is not None and not re.fullmatch(r"[0-9a-f]{40}", args.commit):
-        return f"--commit {args.commit} must be a full 40-character commit id"
+        raise UsageError(f"--commit {args.commit} must be a full 40-character commit id")
     if args.sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", args.sha256):
-        return f"--sha256 {args.sha256} must be 64 lowercase hex digits"
+        raise UsageError(f"--sha256 {args.sha256} must be 64 lowercase hex digits")
+    if args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a folder; give the path of the file to write")
+    if not args.out.parent.is_dir():
+        raise UsageError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if args.out.exists() and not args.force:
-        return f"--out {args.out} exists; pass --force to replace it"
+        raise UsageError(f"--out {args.out} exists; pass --force to replace it")
     if not args.base_url.startswith(("http://", "https://")):
-        return f"--base-url {args.base_url} must start with http:// or https://"
+        raise UsageError(f"--base-url {args.base_url} must start with http:// or https://")
     if args.timeout <= 0:
-        return f"--timeout {args.timeout} must be positive"
-    return None
+        raise UsageError(f"--timeout {args.timeout} must be positive")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -149,9 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for source in SOURCES.values():
             print(f"{source.name:13} {source.repository}@{source.commit[:12]} {source.path}\n{'':13} {source.about}")
         return 0
-    problem = _usage(args)
-    if problem is not None:
-        print(f"error: {problem}", file=sys.stderr)
+    try:
+        check_usage(args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
     source = SOURCES[args.source]
     try:
@@ -166,7 +179,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FetchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    write_text_atomic(args.out, text)
+    try:
+        write_text_atomic(args.out, text)
+    except OSError as error:
+        print(f"error: --out {args.out}: cannot write: {error.strerror or error}", file=sys.stderr)
+        return 2
     print(f"wrote {args.out} ({source.name}, {source.repository}@{(args.commit or source.commit)[:12]})")
     mode = f"MEM_MODE={source.mode} " if source.mode != "memagent" else ""
     print(f"use it with: {mode}MEM_PROMPTS={args.out.resolve()}  (or --prompts {args.out})")

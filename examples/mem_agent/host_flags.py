@@ -22,15 +22,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from mem_agent.config import MemAgentConfig
+from mem_agent.config import AgentMode, MemAgentConfig
 from mem_agent.reward_fields import CATEGORY_FIELD, RESERVED_KEYS
 
 OUR_FILTERS = (
     "mem_agent.dynamic_filter.keep_groups_with_reward_contrast",
     "mem_agent.dynamic_filter.keep_groups_with_reward_contrast_or_fill",
 )
-# A memory turn's prompt holds the chunk and the previous memory; its chat template, the question
-# and the instructions take a few hundred tokens more, which this allowance stands for.
+# Besides the chunk and the memories (_turn_budgets), a prompt holds its chat template, the question
+# and the instructions: a few hundred tokens, which this allowance stands for.
 PROMPT_ALLOWANCE_TOKENS = 512
 
 __all__ = ["OUR_FILTERS", "HostConfigError", "check_host_args"]
@@ -76,18 +76,41 @@ def _check_rewards(args: Any) -> None:
         )
 
 
+def _turn_budgets(config: MemAgentConfig) -> list[tuple[int, str, str]]:
+    """(tokens, the turn and its formula, what to lower) for the longest memory turn and final turn.
+
+    A memory turn's context holds the chunk, the memory it reads and the memory it writes (at most
+    MEM_MAX_MEMORY each), and in ReMemR1 mode the recalled memory too; the final turn holds the
+    memory (and the recalled one) and the answer.
+    """
+    memories = 3 if config.mode is AgentMode.REMEMR1 else 2
+    read = memories - 1  # memories in the final turn's prompt
+    memory_turn = config.chunk_tokens + memories * config.max_memory_tokens + PROMPT_ALLOWANCE_TOKENS
+    final_turn = read * config.max_memory_tokens + config.max_final_tokens + PROMPT_ALLOWANCE_TOKENS
+    allowance = f"~{PROMPT_ALLOWANCE_TOKENS} prompt tokens"
+    return [
+        (
+            memory_turn,
+            f"a memory turn (MEM_CHUNK_TOKENS {config.chunk_tokens} + {memories} x MEM_MAX_MEMORY "
+            f"{config.max_memory_tokens} + {allowance} = {memory_turn})",
+            "MEM_CHUNK_TOKENS / MEM_MAX_MEMORY",
+        ),
+        (
+            final_turn,
+            f"the final turn ({read} x MEM_MAX_MEMORY {config.max_memory_tokens} + MEM_MAX_FINAL "
+            f"{config.max_final_tokens} + {allowance} = {final_turn})",
+            "MEM_MAX_MEMORY / MEM_MAX_FINAL",
+        ),
+    ]
+
+
 def _check_context_len(args: Any, config: MemAgentConfig) -> None:
     limit = getattr(args, "rollout_max_context_len", None)
     if not limit:
         return
-    needed = config.chunk_tokens + 2 * config.max_memory_tokens + PROMPT_ALLOWANCE_TOKENS
-    needed = max(needed, config.max_memory_tokens + config.max_final_tokens + PROMPT_ALLOWANCE_TOKENS)
+    needed, turn, settings = max(_turn_budgets(config))
     if int(limit) < needed:
-        raise HostConfigError(
-            f"--rollout-max-context-len {limit} is shorter than a memory turn (MEM_CHUNK_TOKENS "
-            f"{config.chunk_tokens} + 2 x MEM_MAX_MEMORY {config.max_memory_tokens} + ~{PROMPT_ALLOWANCE_TOKENS} "
-            f"prompt tokens = {needed}); raise it or lower MEM_CHUNK_TOKENS / MEM_MAX_MEMORY"
-        )
+        raise HostConfigError(f"--rollout-max-context-len {limit} is shorter than {turn}; raise it or lower {settings}")
 
 
 _TRAINING_REFUSALS: tuple[tuple[str, str], ...] = (

@@ -5,15 +5,18 @@ on top), so it builds the Namespace the rollout path reads: the values our launc
 the parser defaults those paths read, and the derived values `validate_args` fills in
 (`eval_reward_key`, `over_sampling_batch_size`, no std normalisation when n = 1). Any flag the
 checked code reads and this list does not name reads as None, the parser default of every
-optional path and switch; the names are kept in `unset_reads` for the report.
+optional path and switch.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import urllib.parse
 from pathlib import Path
 from typing import Any
+
+from mem_agent.cli_common import UsageError
 
 LAUNCH_HOOKS = {
     "custom_generate_function_path": "mem_agent.rollout.generate",
@@ -52,17 +55,12 @@ PARSER_DEFAULTS: dict[str, Any] = {
 
 
 class TrainerArgs(argparse.Namespace):
-    """A Namespace whose unset flags read as None and are remembered."""
+    """A Namespace whose unset flags read as None, as the trainer's parser leaves them."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        self.__dict__.setdefault("_unset_reads", set()).add(name)
         return None
-
-    @property
-    def unset_reads(self) -> list[str]:
-        return sorted(self.__dict__.get("_unset_reads", ()))
 
 
 def _value(text: str) -> Any:
@@ -72,23 +70,43 @@ def _value(text: str) -> Any:
         return text
 
 
+def router_address(url: str) -> tuple[str, int]:
+    """The address and port a trainer's args hold for its router (`--sglang-router-ip/port`, or the
+    vllm ones); the hooks call it over plain http, so anything else a URL says could not be honoured."""
+    problem = f"--url {url} must be http://HOST:PORT, the router as the trainer's args hold it"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # a port that is not a number, a malformed IPv6 address
+        raise UsageError(f"{problem} ({error})") from None
+    if parts.scheme == "https":
+        raise UsageError(f"{problem}: the hooks reach the router over http (the args hold no scheme)")
+    if parts.scheme != "http" or not parts.hostname:
+        raise UsageError(problem)
+    if port is None:
+        raise UsageError(f"{problem}: give the port")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise UsageError(f"{problem}: no path, query or user (the args hold only the address and port)")
+    return parts.hostname, port
+
+
 def host_namespace(host: str, url: str, tokenizer: str, prompts: Path, options: argparse.Namespace) -> TrainerArgs:
-    address, port = url.rstrip("/").removeprefix("http://").rsplit(":", 1)
+    address, port = router_address(url)
     engine = "sglang" if host == "slime" else "vllm"
     args = TrainerArgs(**PARSER_DEFAULTS, **LAUNCH_HOOKS)
     args.hf_checkpoint = tokenizer
     args.prompt_data = str(prompts)
-    args.rollout_batch_size = options.prompts
+    args.rollout_batch_size = options.num_prompts
     args.n_samples_per_prompt = options.n_samples
     args.global_batch_size = options.n_samples
     setattr(args, f"{engine}_router_ip", address)
-    setattr(args, f"{engine}_router_port", int(port))
+    setattr(args, f"{engine}_router_port", port)
     setattr(args, f"{engine}_server_concurrency", 64)
     setattr(args, f"{engine}_dp_size", 1)
     for item in options.host_flag:
         name, sep, text = item.partition("=")
         if not sep or not name.isidentifier():
-            raise ValueError(f"--host-flag {item!r} must be NAME=VALUE, with the flag's attribute name")
+            raise UsageError(f"--host-flag {item!r} must be NAME=VALUE, with the flag's attribute name")
         setattr(args, name, _value(text))
     if args.eval_reward_key is None:
         args.eval_reward_key = args.reward_key

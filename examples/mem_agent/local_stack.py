@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 from mem_agent.processes import (
     LOOPBACK,
     ManagedProcess,
+    ProcessStopError,
     ServerStartError,
     free_port,
     start_process,
@@ -68,9 +70,17 @@ class LocalStack:
         return self.router_url or self.server_url
 
     def stop(self) -> None:
-        for process in reversed(self.processes):
-            process.stop()
-        self.processes.clear()
+        """Stop every process, the newest (the router) first; one that cannot be stopped does not keep
+        the others running: each is tried, then one ProcessStopError names all that failed."""
+        failures = []
+        while self.processes:
+            process = self.processes.pop()
+            try:
+                process.stop()
+            except Exception as error:  # ProcessStopError, or an OS error signalling the group
+                failures.append(f"{process.name} (pid {process.pid}): {error}")
+        if failures:
+            raise ProcessStopError("; ".join(failures))
 
 
 def vllm_cpu_argv(model_path: Path, host: str, port: int, settings: StackSettings) -> list[str]:
@@ -128,8 +138,16 @@ def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
             stack.router_url = f"http://{settings.host}:{router_port}"
             wait_healthy(router, f"{stack.router_url}/health", 60.0)
         yield stack
-    finally:
-        stack.stop()
+    except BaseException as error:
+        # The error that ends the stack's use (a failed start, the command's own, Ctrl-C) is what the
+        # caller must see: a failure to stop is added to it and logged, never raised in its place.
+        try:
+            stack.stop()
+        except ProcessStopError as stop_error:
+            logging.getLogger(__name__).error("while stopping the local stack: %s", stop_error)
+            error.add_note(f"while stopping the local stack: {stop_error}")
+        raise
+    stack.stop()
 
 
 def stack_env(stack: LocalStack) -> dict[str, str]:
@@ -199,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("error: a server of the stack exited; see its log in the run folder", file=sys.stderr)
                 return 1
             return subprocess.call(command, env={**os.environ, **env})
-    except ServerStartError as error:
+    except (ServerStartError, ProcessStopError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

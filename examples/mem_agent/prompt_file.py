@@ -65,6 +65,13 @@ class Thinking(StrEnum):
 
 
 class MemoryText(StrEnum):
+    """A template file's `memory` key: how much of a response's ids or text is carried as the memory.
+
+    Not to be confused with `config.MemoryRule` (MEM_REMEMR1_MEMORY), which reads a ReMemR1
+    response's <update>/<recall> tags afterwards; both name their default "response", each for the
+    authors' own rule.
+    """
+
     RESPONSE = "response"  # the whole response, less pad and EOS (tokens) / as the server decodes it (text)
     AFTER_THINK = "after-think"  # text after the last </think>, stripped, else the whole text
 

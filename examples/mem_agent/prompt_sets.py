@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 
 from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.prompt_file import Assembly, MemoryText, PromptFile, load_prompt_file
+from mem_agent.prompt_file import Assembly, MemoryText, PromptFile
 from mem_agent.prompts import (
     FINAL_TURN_TEXT,
     MEMORY_TURN_TEXT,
@@ -40,12 +40,12 @@ from mem_agent.prompts import (
 )
 from mem_agent.rememr1 import FINAL_TURN_TEXT_REMEMR1, NO_RECALL_TEXT
 from mem_agent.rememr1 import MEMORY_TURN_TEXT as REMEMR1_MEMORY_TURN_TEXT
+from mem_agent.scoring import THINK_END, after_think, answer_region
 from mem_agent.tokenizer import decode, encode
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-THINK_END = "</think>"
 BUILT_IN_FACTS: dict[str, Any] = {"kind": "built-in"}
 
 
@@ -222,8 +222,7 @@ class TextPrompts:
     def answer(self, response_ids: np.ndarray) -> str:
         """What both authors' evaluation scripts score: the stripped response's part after the last
         `</think>`, or the whole response when that part is empty (`extract_solution`, then the box)."""
-        text = decode(self.tokenizer, response_ids).strip()
-        return after_think(text) or text
+        return answer_region(decode(self.tokenizer, response_ids))
 
     def from_text(self, text: str) -> str:
         return text
@@ -233,11 +232,6 @@ class TextPrompts:
 
     def to_ids(self, slot: str) -> np.ndarray:
         return encode(self.tokenizer, slot)
-
-
-def after_think(text: str) -> str:
-    """MemAgent's evaluation client (`extract_solution`): the text after the last `</think>`, stripped, else all."""
-    return text.rsplit(THINK_END, 1)[1].strip() if THINK_END in text else text
 
 
 def builtin_prompts(tokenizer: PreTrainedTokenizerBase, mode: AgentMode, thinking: bool = False) -> TokenPrompts:
@@ -280,17 +274,17 @@ def file_prompts(tokenizer: PreTrainedTokenizerBase, file: PromptFile) -> TokenP
 
 
 def prompt_facts(config: MemAgentConfig) -> dict[str, Any]:
-    """What a run records about its prompts, without a tokenizer: built-in, or the file's facts."""
-    if not config.prompts:
-        return dict(BUILT_IN_FACTS)
-    return load_prompt_file(config.prompts, config.mode.value).facts()
+    """What a run records about its prompts, without a tokenizer: built-in, or the facts (path,
+    sha256, source) of the one read of the template file that the run's prompts are built from."""
+    file = config.prompt_file
+    return dict(BUILT_IN_FACTS) if file is None else file.facts()
 
 
 def build_prompt_set(
     tokenizer: PreTrainedTokenizerBase, config: MemAgentConfig
 ) -> tuple[TokenPrompts | TextPrompts, dict[str, Any]]:
     """The prompts `config` asks for, and the facts a run records about them (`prompt_facts`)."""
-    if not config.prompts:
+    file = config.prompt_file
+    if file is None:
         return builtin_prompts(tokenizer, config.mode, config.thinking), prompt_facts(config)
-    file = load_prompt_file(config.prompts, config.mode.value)
-    return file_prompts(tokenizer, file), file.facts()
+    return file_prompts(tokenizer, file), prompt_facts(config)

@@ -38,6 +38,11 @@ class CompletionError(ValueError):
     """A server answer that breaks an invariant (token and logprob counts, max_tokens)."""
 
 
+class TrainDataError(ValueError):
+    """Host samples that break the host's row invariants (their shape, their reward's shape under
+    the host's flags); the message names the row."""
+
+
 class GenerationError(RuntimeError):
     """A request that failed for good (retries spent, or a 4xx); `reason` is kept in the record."""
 

@@ -87,11 +87,6 @@ class ParsedResponse:
     def query(self) -> str | None:
         return self.recalls[0] if self.recalls else None
 
-    @property
-    def well_formed(self) -> bool:
-        """The format ReMemR1's released code rewards: exactly one non-empty update block."""
-        return len(self.updates) == 1
-
 
 def parse_response(text: str) -> ParsedResponse:
     updates = tuple(block.strip() for block in _UPDATE.findall(text) if block.strip())
@@ -150,8 +145,7 @@ class ReMemR1Planner:
             "update_text": update_text,  # what the state reward measures as the new memory
             "recall_query": parsed.query,
             "recalled": recalled,
-            "update_blocks": len(parsed.updates),
-            "recall_blocks": len(parsed.recalls),
+            "update_blocks": len(parsed.updates),  # what the state reward's format part counts
         }
         self.recalled = self.prompts.from_text(recalled) if recalled else self.prompts.no_recall
         self.memory_text = memory_text

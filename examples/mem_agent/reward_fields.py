@@ -22,16 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from mem_agent.records import TrainDataError
 from mem_agent.scoring import AnswerScores
 
 ACCURACY_FIELDS = ("strict", "sub_em", "em", "f1")
 CATEGORY_FIELD = "outcome"
 RESERVED_KEYS = (*ACCURACY_FIELDS, CATEGORY_FIELD)
-__all__ = ["ACCURACY_FIELDS", "CATEGORY_FIELD", "RESERVED_KEYS", "RewardRecordError", "reward_record", "reward_value"]
-
-
-class RewardRecordError(ValueError):
-    """A reward the host flags cannot read; the message names the sample and the flag."""
+__all__ = ["ACCURACY_FIELDS", "CATEGORY_FIELD", "RESERVED_KEYS", "reward_record", "reward_value"]
 
 
 def training_keys(args: Any) -> list[str]:
@@ -54,17 +51,18 @@ def reward_record(args: Any, strict: float, scores: AnswerScores | None, outcome
 
 
 def reward_value(args: Any, sample: Any) -> float:
-    """The row's scalar training reward, read exactly as the host's `get_reward_value` reads it."""
+    """The row's scalar training reward, read exactly as the host's `get_reward_value` reads it;
+    TrainDataError when the reward's shape does not match the flags (a dict without --reward-key)."""
     value = sample.reward
     key = getattr(args, "reward_key", None)
     if isinstance(value, dict):
         if not key or key not in value:
-            raise RewardRecordError(
+            raise TrainDataError(
                 f"sample {sample.index}: dict reward {sorted(value)} needs --reward-key naming one of its keys"
             )
         value = value[key]
     elif key and value is not None:
-        raise RewardRecordError(
+        raise TrainDataError(
             f"sample {sample.index}: --reward-key {key} is set, but its reward is {value!r}, not a dict"
         )
     return 0.0 if value is None else float(value)

@@ -47,30 +47,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.host_client import client_for, close_clients, forget_clients, router_address, sampling_from_host
-from mem_agent.host_flags import HostConfigError, check_host_args
+from mem_agent.host_client import client_for, forget_clients, sampling_from_host
+from mem_agent.host_flags import check_host_args
 from mem_agent.records import Trajectory, TrajectoryStatus, Turn
 from mem_agent.reward_fields import reward_record
 from mem_agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.step_rewards import recall_stats, turn_state_rewards
 from mem_agent.tokenizer import load_tokenizer
-from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows
+from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows, untrainable_status
 from mem_agent.workflow import MemoryAgent
 
-__all__ = [
-    "META",
-    "HostConfigError",
-    "check_host_args",
-    "client_for",
-    "close_clients",
-    "generate",
-    "reset_caches",
-    "reward",
-    "reward_post_process",
-    "router_address",
-    "sampling_from_host",
-    "settings",
-]
+__all__ = ["generate", "reset_caches", "reward", "reward_post_process", "scored_rows", "settings"]
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +70,7 @@ def settings() -> MemAgentConfig:
 
 @functools.cache
 def _agent(hf_checkpoint: str, config: MemAgentConfig) -> MemoryAgent:
-    return MemoryAgent(load_tokenizer(hf_checkpoint), config)
+    return MemoryAgent(load_tokenizer(hf_checkpoint, config.tokenizer), config)
 
 
 def reset_caches() -> None:
@@ -248,9 +235,9 @@ async def reward(args: Any, sample_or_samples: Any, **kwargs: Any) -> Any:
 
 def _reward_of(args: Any, sample: Any) -> Any:
     info = info_of(sample)
-    if info and info.get("trajectory_status", "completed") != TrajectoryStatus.COMPLETED.value:
-        status = TrajectoryStatus(info["trajectory_status"])
-        return reward_record(args, 0.0, None, _outcome(status, 0.0))
+    untrainable = untrainable_status(sample)  # the rule the advantages and the filters follow too
+    if untrainable is not None:
+        return reward_record(args, 0.0, None, _outcome(TrajectoryStatus(untrainable), 0.0))
     rules = ReportingRules.of(settings())
     scores = score_answer(info.get("answer", sample.response), ground_truths(sample), rules=rules)
     return reward_record(args, scores.strict, scores, _outcome(TrajectoryStatus.COMPLETED, scores.strict))

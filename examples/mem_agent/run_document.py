@@ -24,6 +24,7 @@ from mem_agent.cli_common import (
     add_agent_flags,
     add_sampling_flags,
     add_server_flags,
+    build_agent,
     client_settings,
     config_from_args,
     sampling_from_args,
@@ -34,7 +35,7 @@ from mem_agent.io_utils import write_text_atomic
 from mem_agent.records import SamplingParams, Trajectory, Turn, TurnKind
 from mem_agent.rollout_client import RolloutClient
 from mem_agent.scoring import extract_boxed
-from mem_agent.tokenizer import TokenizerNotFoundError, decode, load_tokenizer
+from mem_agent.tokenizer import TokenizerNotFoundError, decode
 from mem_agent.workflow import MemoryAgent
 
 
@@ -110,9 +111,10 @@ async def _run(args: argparse.Namespace, agent: MemoryAgent, document: str, samp
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        agent = MemoryAgent(load_tokenizer(args.tokenizer), config_from_args(args))
+        config = config_from_args(args)
         sampling = sampling_from_args(args)
-        client_settings(args.url, args, agent.config, concurrency=1)  # validates the address up front
+        client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
+        agent = build_agent(args.tokenizer, config)
         document = read_document(args.document)
     except (UsageError, ConfigError, TokenizerNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)

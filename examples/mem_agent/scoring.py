@@ -143,11 +143,17 @@ def extract_boxed(text: str) -> str | None:
     return None if closing is None else text[opening + 1 : closing]
 
 
+def after_think(text: str) -> str:
+    """MemAgent's evaluation client (`extract_solution`): the text after the last `</think>`,
+    stripped (empty when nothing follows it), else the text unchanged."""
+    return text.rsplit(THINK_END, 1)[1].strip() if THINK_END in text else text
+
+
 def answer_region(response_text: str) -> str:
     """The text MemAgent's evaluator reads the box from: after the last `</think>`, stripped, or
     the whole (stripped) answer when it has no `</think>` or nothing follows it."""
     whole = response_text.strip()
-    return whole.rsplit(THINK_END, 1)[-1].strip() or whole
+    return after_think(whole) or whole
 
 
 def _as_answers(ground_truths: Sequence[str]) -> list[str]:

@@ -57,6 +57,11 @@ class MemoryTurnFacts:
     update_blocks: int
 
 
+def memory_turn_format(update_blocks: int) -> float:
+    """The format part of a memory turn's reward: 1 for exactly one non-empty update block (released)."""
+    return float(update_blocks == 1)
+
+
 def memory_turn_reward(
     facts: MemoryTurnFacts, ground_truths: Sequence[str], rule: CoverageRule = CoverageRule.SUBSTRING
 ) -> float:
@@ -65,10 +70,16 @@ def memory_turn_reward(
     if facts.recalled:
         before = coverage(facts.turn_input, ground_truths, rule)
         revisit = max(0.0, coverage(facts.recalled + " " + facts.turn_input, ground_truths, rule) - before)
-    return float(facts.update_blocks == 1) + gained + revisit
+    return memory_turn_format(facts.update_blocks) + gained + revisit
 
 
 def final_turn_reward(answer: str) -> float:
+    """The final turn's format: exactly one `\\boxed{`, closed, with non-blank content.
+
+    Not `scoring.extract_boxed`, on purpose: the released format reward counts the boxes (two boxes
+    score 0) where the answer reader takes the last one, and it knows no brace-less `\\boxed ` form.
+    The box is closed by the same brace matching (`scoring.matching_brace`).
+    """
     if answer.count(_BOX_OPENING) != 1:
         return 0.0
     opening = answer.index(_BOX_OPENING) + len(_BOX_OPENING) - 1

