@@ -4,8 +4,9 @@ First the MemAgent workflow runs a set of questions through the real vLLM CPU se
 router) and every request it sends is recorded: prompt ids and max_tokens, in order, per question.
 Then a minimal direct loop replays exactly those requests: plain aiohttp, one session, the same
 questions in parallel with their turns in sequence, no prompt building, no bookkeeping. Both sample
-greedily, so the server does the same work. Runs alternate (A B A B A B) and the
-ratio of medians is reported: workflow wall time / direct wall time.
+greedily, so the server does the same work. Each round runs both, in the other order than the
+round before (A B, B A, ...), and the figure is the median over rounds of workflow wall time /
+direct wall time: the two runs of a round are neighbours in time, so the server's drift cancels.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def test_report_checks_every_target_and_flags_a_missed_one():
     }
     met = {(check.benchmark, check.figure): check.met for check in run_all.checks(results)}
     assert met == {
-        ("1 client overhead", "workflow / direct wall time"): True,
+        ("1 client overhead", "workflow / direct, median per round"): True,
         ("2 scheduling", "pipelined / lower bound, C=32"): True,
         ("2 scheduling", "pipelined / lower bound, C=128"): False,
         ("2 scheduling", "lock-step / pipelined, C=128"): True,
