@@ -91,8 +91,8 @@ async def run_direct(url: str, requests: dict[int, list[tuple[list[int], int]]])
 
 
 def run(url: str, quick: bool) -> dict:
-    # A run takes about 5 s on a 2-core CPU server, where one run's noise is several percent: seven
-    # rounds, each in the other order than the one before, so neither side always meets a warmer server.
+    # A run takes about 5 s on a 2-core CPU server and drifts by more than the overhead between
+    # rounds: seven rounds, each in the other order, so neither side always meets a warmer server.
     questions, chunks, rounds = (4, 3, 1) if quick else (16, 6, 7)
     config = MemAgentConfig(chunk_tokens=1024, max_memory_tokens=24, max_final_tokens=16)
     tokenizer = load_tokenizer(BUNDLED_QWEN3)
@@ -100,13 +100,15 @@ def run(url: str, quick: bool) -> dict:
     rng = np.random.default_rng(0)
     contexts = [rng.integers(1000, 100_000, size=chunks * 1024, dtype=np.int32) for _ in range(questions)]
     _, requests = asyncio.run(run_workflow(url, agent, contexts, record=True))  # warm-up, and the record
-    workflow_s, direct_s = [], []
+    runs = {
+        "workflow": lambda: asyncio.run(run_workflow(url, agent, contexts, record=False))[0],
+        "direct": lambda: asyncio.run(run_direct(url, requests)),
+    }
+    seconds: dict[str, list[float]] = {side: [] for side in runs}
     for round_index in range(rounds):
-        for side in ("workflow", "direct") if round_index % 2 == 0 else ("direct", "workflow"):
-            if side == "workflow":
-                workflow_s.append(asyncio.run(run_workflow(url, agent, contexts, record=False))[0])
-            else:
-                direct_s.append(asyncio.run(run_direct(url, requests)))
+        for side in list(runs) if round_index % 2 == 0 else reversed(runs):
+            seconds[side].append(runs[side]())
+    workflow_s, direct_s = seconds["workflow"], seconds["direct"]
     return {
         "server": "vLLM CPU build (tiny Qwen3) behind vllm-router",
         "questions": questions,
