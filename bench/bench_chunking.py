@@ -1,6 +1,6 @@
 """Benchmark 3: tokenise-and-chunk of a long context versus one raw fast-tokenizer encode.
 
-Our path (`mem_agent.tokenizer.encode` to an int32 array, then `plan_chunks` and a pass over every
+Our path (`mem_agent.tokenization.tokenizer.encode` to an int32 array, then `plan_chunks` and a pass over every
 chunk view) against the bare `tokenizers` encode of the same text, best of three each, side by
 side. Then our path's time from 7K to 900K tokens, with the fitted slope (seconds per million
 tokens) and R^2 of a straight line, to show the cost is linear in length.
@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from mem_agent.chunking import plan_chunks
-from mem_agent.tokenizer import BUNDLED_QWEN3, encode, load_tokenizer
+from mem_agent.agent.chunking import plan_chunks
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, encode, load_tokenizer
 
 CHUNK_TOKENS = 5000
 WORDS = (

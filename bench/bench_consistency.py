@@ -35,8 +35,8 @@ from typing import Any
 from bench.row_consistency import ReferenceModel, check_rows, figures, served_dtype, step_check
 from bench.row_corruptions import CORRUPTIONS, detection
 from bench.row_rollout import TrainRow, rollout_rows
-from mem_agent import synthetic_qa
-from mem_agent.local_stack import LocalStack, StackSettings, local_stack
+from mem_agent.data import synthetic_qa
+from mem_agent.serving.local_stack import LocalStack, StackSettings, local_stack
 
 MODES = ("memagent", "rememr1")
 FLOAT32_SERVER = ("--dtype", "float32")

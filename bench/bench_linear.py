@@ -18,10 +18,10 @@ import numpy as np
 
 from bench.bench_chunking import linear_fit
 from bench.bench_overhead import SAMPLING  # greedy and unseeded, for the same reason
-from mem_agent.config import MemAgentConfig
-from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
-from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.inference.client import ApiProtocol, ClientSettings, RolloutClient
+from mem_agent.settings.config import MemAgentConfig
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 CHUNK_TOKENS = 1024
 

@@ -17,9 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from mem_agent.eval_results import read_results
-from mem_agent.jsonstream import write_json_array_atomic
-from mem_agent.processes import free_port, start_process, wait_healthy
+from mem_agent.common.jsonstream import write_json_array_atomic
+from mem_agent.evaluation.results import read_results
+from mem_agent.serving.processes import free_port, start_process, wait_healthy
 
 PYTHON_LIST_BYTES_PER_TOKEN = 8 + 28
 WORDS = [

@@ -19,11 +19,11 @@ import time
 import aiohttp
 import numpy as np
 
-from mem_agent.config import MemAgentConfig
-from mem_agent.records import Completion, SamplingParams
-from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
-from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.records import Completion, SamplingParams
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.inference.client import ApiProtocol, ClientSettings, RolloutClient
+from mem_agent.settings.config import MemAgentConfig
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 # Greedy, so every run asks the server for the same work. No per-request seed: the vLLM CPU
 # build (0.32) crashes its engine on a seeded request ("CPU Generator does not use offset").

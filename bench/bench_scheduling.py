@@ -22,12 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.latency_model import CURRENT_QUESTION, LatencyModel, LatencyServer, Workload
-from mem_agent.client_pool import ClientPool
-from mem_agent.config import MemAgentConfig
-from mem_agent.records import SamplingParams
-from mem_agent.scheduling import PriorityLimiter
-from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.records import SamplingParams
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.inference.client_pool import ClientPool
+from mem_agent.inference.scheduling import PriorityLimiter
+from mem_agent.settings.config import MemAgentConfig
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 CHUNK_TOKENS = 64  # prompt size does not enter the latency model; small chunks keep prompt building cheap
 SAMPLING = SamplingParams()

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from mem_agent.tokenizer import bundled_qwen3_dir
+from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 
 TARGET_S = 1.5
 MINIMAL_CLIENT = Path(__file__).resolve().parent / "minimal_client.py"

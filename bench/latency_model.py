@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mem_agent.records import Completion, FinishReason, SamplingParams
+from mem_agent.agent.records import Completion, FinishReason, SamplingParams
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent import build_long_context, rollout, synthetic_qa
-from mem_agent.local_stack import LocalStack, StackSettings, local_stack
-from mem_agent.tiny_model import ensure_tiny_qwen3
-from mem_agent.tokenizer import BUNDLED_QWEN3, load_tokenizer
+from mem_agent import build_long_context, rollout
+from mem_agent.data import synthetic_qa
+from mem_agent.serving.local_stack import LocalStack, StackSettings, local_stack
+from mem_agent.serving.tiny_model import ensure_tiny_qwen3
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEM_SHARED_DATA", str(PROJECT_ROOT.parent / "shared" / "data")))

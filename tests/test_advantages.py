@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mem_agent.advantages import StepReward, TrajectoryOutcome, centred, grpo_advantages, turn_advantages
+from mem_agent.host.advantages import StepReward, TrajectoryOutcome, centred, grpo_advantages, turn_advantages
 
 
 def _group(group: str, rewards: dict[str, float]) -> list[TrajectoryOutcome]:

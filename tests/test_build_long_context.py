@@ -8,8 +8,9 @@ import re
 import pytest
 
 from mem_agent import build_long_context, synthetic_qa
-from mem_agent.jsonstream import iter_json_array
-from mem_agent.qa_rows import iter_rows
+from mem_agent.common.jsonstream import iter_json_array
+from mem_agent.data import synthetic_qa as synthetic_data
+from mem_agent.data.qa_rows import iter_rows
 
 DOC_HEADER = re.compile(r"^Document (\d+):$", re.MULTILINE)
 
@@ -48,7 +49,7 @@ def test_fewer_documents_than_own_paragraphs_keeps_the_gold_ones(tmp_path, qa_ro
 
 def test_a_small_pool_is_reused_and_reported(tmp_path, capsys):
     raw = tmp_path / "tiny.json"
-    raw.write_text(json.dumps(synthetic_qa.generate(2, seed=3)))
+    raw.write_text(json.dumps(synthetic_data.generate(2, seed=3)))
     assert _build(tmp_path, raw, "--num-docs", "50", "--num-questions", "2") == 0
     table = capsys.readouterr().out
     assert re.search(r"\|\s+2 \| .*eval_50\.json", table), "both questions reused the 20-paragraph pool"
@@ -95,7 +96,7 @@ def test_two_wiki_sentences_without_leading_spaces_are_joined_by_one_space(tmp_p
 
 
 def test_rows_with_empty_answers_are_skipped_and_counted(tmp_path, capsys):
-    rows = synthetic_qa.generate(3, seed=1)
+    rows = synthetic_data.generate(3, seed=1)
     rows[1]["answer"] = "  "
     raw = tmp_path / "raw.json"
     raw.write_text(json.dumps(rows))
@@ -136,9 +137,9 @@ def test_existing_outputs_are_kept_unless_forced(tmp_path, capsys, synthetic_fil
 
 def test_synthetic_questions_are_deterministic_and_answerable_from_their_gold_paragraphs():
     first, again, other = (
-        synthetic_qa.generate(30, seed=5),
-        synthetic_qa.generate(30, seed=5),
-        synthetic_qa.generate(30, seed=6),
+        synthetic_data.generate(30, seed=5),
+        synthetic_data.generate(30, seed=5),
+        synthetic_data.generate(30, seed=6),
     )
     assert first == again and first != other
     for row in first:
@@ -162,7 +163,7 @@ def test_synthetic_set_is_accepted_by_the_row_reader(tmp_path):
 def test_input_that_cannot_fill_n_documents_is_refused_not_written_short(tmp_path, capsys):
     """With one question there is nothing to fill with; an item must never claim N documents and hold fewer."""
     raw = tmp_path / "one.json"
-    raw.write_text(json.dumps(synthetic_qa.generate(1, seed=0)))
+    raw.write_text(json.dumps(synthetic_data.generate(1, seed=0)))
     assert _build(tmp_path, raw, "--num-docs", "10") == 0, "its own ten paragraphs are enough"
     assert _build(tmp_path, raw, "--num-docs", "11") == 2
     err = capsys.readouterr().err
@@ -174,7 +175,7 @@ def test_input_that_cannot_fill_n_documents_is_refused_not_written_short(tmp_pat
 def test_an_unwritable_output_is_a_one_line_error(tmp_path, capsys, blocker):
     """An --out-dir that is a file, or a folder where eval_<N>.json should go, is named without a traceback."""
     raw = tmp_path / "raw.json"
-    raw.write_text(json.dumps(synthetic_qa.generate(3, seed=0)))
+    raw.write_text(json.dumps(synthetic_data.generate(3, seed=0)))
     out = tmp_path / "out"
     if blocker == "file":
         out.write_text("")

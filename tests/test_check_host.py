@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent.check_host import build_parser
-from mem_agent.host_namespace import router_address
+from mem_agent.host.namespace import router_address
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.scripted_engine import scripted_engine

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mem_agent.chunking import plan_chunks
+from mem_agent.agent.chunking import plan_chunks
 
 
 def test_chunks_cover_the_document_in_order_without_copies():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent.config import (
+from mem_agent.settings.config import (
     SETTINGS,
     AgentMode,
     ConfigError,

@@ -9,7 +9,7 @@ import tomllib
 import pytest
 from conftest import PROJECT_ROOT
 
-from mem_agent.console import CONSOLE_COMMANDS
+from mem_agent.common.console import CONSOLE_COMMANDS
 
 
 def test_the_console_commands_are_those_pyproject_installs():

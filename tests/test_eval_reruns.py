@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from bench.latency_server import make_app
-from mem_agent import eval_ruler_hqa, prompt_file
-from mem_agent.eval_report import check_reuse, reuse_problems
-from mem_agent.eval_results import read_results
-from mem_agent.tokenizer import bundled_qwen3_dir
+from mem_agent import eval_ruler_hqa
+from mem_agent.evaluation.report import check_reuse, reuse_problems
+from mem_agent.evaluation.results import read_results
+from mem_agent.templates import template_file as prompt_file
+from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 from support.background_app import BackgroundApp
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm"]

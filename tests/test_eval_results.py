@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mem_agent.eval_results import ResultStore, read_results, summarize
+from mem_agent.evaluation.results import ResultStore, read_results, summarize
 
 
 def _record(item_id: str, status: str = "completed", **metrics: float) -> dict:

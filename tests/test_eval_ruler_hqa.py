@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from mem_agent import eval_ruler_hqa
-from mem_agent.eval_results import read_results
-from mem_agent.scoring import score_answer
+from mem_agent.agent.scoring import score_answer
+from mem_agent.evaluation.results import read_results
 from support.fault_proxy import fault_proxy, scripted
 
 pytestmark = pytest.mark.server

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from mem_agent import fetch_prompts
-from mem_agent.prompt_file import Assembly, MemoryText, Thinking, load_prompt_file
+from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, load_prompt_file
 from support import authors_files
 from support.authors_files import FAKE_COMMIT, loopback_mirror
 

@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from mem_agent import rollout
-from mem_agent.config import AgentMode, MemAgentConfig
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.dynamic_filter import keep_groups_with_reward_contrast
-from mem_agent.host_flags import HostConfigError, check_host_args
+from mem_agent.host.flags import HostConfigError, check_host_args
+from mem_agent.settings.config import AgentMode, MemAgentConfig
 from support.hook_bench import (
     bench_args,
     host_modules_loaded,

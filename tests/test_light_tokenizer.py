@@ -1,6 +1,6 @@
 """The light tokenizer gives exactly transformers' ids and texts, and never needs torch.
 
-Every case compares `mem_agent.light_tokenizer` with `transformers.AutoTokenizer` loaded from the
+Every case compares `mem_agent.tokenization.light_tokenizer` with `transformers.AutoTokenizer` loaded from the
 same folder: the bundled Qwen3 tokenizer (its template in tokenizer_config.json) and the tiny
 model's folder (saved by transformers 5: `chat_template.jinja`, no added_tokens_decoder).
 """
@@ -20,11 +20,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mem_agent.config import AgentMode, ConfigError, MemAgentConfig, TokenizerBackend
-from mem_agent.light_tokenizer import LightTokenizer, UnsupportedTokenizerError, load
-from mem_agent.prompt_sets import builtin_prompts
-from mem_agent.tiny_model import ensure_tiny_qwen3
-from mem_agent.tokenizer import BUNDLED_QWEN3, TokenizerNotFoundError, bundled_qwen3_dir, encode, load_tokenizer
+from mem_agent.agent.prompt_sets import builtin_prompts
+from mem_agent.serving.tiny_model import ensure_tiny_qwen3
+from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig, TokenizerBackend
+from mem_agent.tokenization.light_tokenizer import LightTokenizer, UnsupportedTokenizerError, load
+from mem_agent.tokenization.tokenizer import (
+    BUNDLED_QWEN3,
+    TokenizerNotFoundError,
+    bundled_qwen3_dir,
+    encode,
+    load_tokenizer,
+)
 
 FOLDERS = ("bundled", "tiny")
 SPECIAL_TEXTS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<think>", "</think>", "<tool_call>", "<|vision_pad|>"]
@@ -331,7 +337,7 @@ def test_a_folder_whose_ids_could_differ_is_refused_with_the_reason(tmp_path, ca
 def test_auto_loads_such_a_folder_through_transformers_and_says_why(tmp_path, caplog):
     """Without unk_token in its config, Qwen2's class default applies: only transformers knows it."""
     folder = _variant(tmp_path, drop=("unk_token",))
-    with caplog.at_level(logging.WARNING, logger="mem_agent.tokenizer"):
+    with caplog.at_level(logging.WARNING, logger="mem_agent.tokenization.tokenizer"):
         tokenizer = load_tokenizer(folder)
     assert not isinstance(tokenizer, LightTokenizer)
     assert tokenizer.unk_token_id == 151643
@@ -353,7 +359,7 @@ def test_an_unreadable_tokenizer_file_is_a_one_line_error_of_the_command(tmp_pat
 def test_mem_tokenizer_selects_the_loader_of_the_hooks_and_the_commands(tmp_path, monkeypatch, fresh_settings):
     """MEM_TOKENIZER is read once, with the other settings, and passed to the loader from there."""
     from mem_agent import rollout
-    from mem_agent.cli_common import build_agent
+    from mem_agent.inference.agent_flags import build_agent
 
     folder = _variant(tmp_path)
     monkeypatch.setenv("MEM_TOKENIZER", "transformers")
@@ -452,7 +458,7 @@ def test_the_evaluator_and_run_document_never_import_torch_or_transformers(tmp_p
         assert done.returncode == 0, done.stderr[-2000:]
         assert len(server.arrivals) == 2, "one memory turn and the final turn"
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "mem_agent.light_tokenizer" in imported and "tokenizers" in imported
+    assert "mem_agent.tokenization.light_tokenizer" in imported and "tokenizers" in imported
     heavy = {name for name in imported if name.split(".")[0] in {"torch", "transformers", "matplotlib"}}
     assert not heavy
     probe = "import json, sys, mem_agent.eval_ruler_hqa, mem_agent.run_document; print(json.dumps(sorted(sys.modules)))"

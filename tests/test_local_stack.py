@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from conftest import document_text
 
-from mem_agent import local_stack, processes
-from mem_agent.local_stack import LocalStack, StackSettings
-from mem_agent.processes import (
+from mem_agent.serving import local_stack, processes
+from mem_agent.serving.local_stack import LocalStack, StackSettings
+from mem_agent.serving.processes import (
     ManagedProcess,
     ProcessStopError,
     ServerStartError,
@@ -26,8 +26,8 @@ from mem_agent.processes import (
     start_process,
     wait_healthy,
 )
-from mem_agent.tiny_model import QWEN3_EOS, TinyQwen3Spec, ensure_tiny_qwen3
-from mem_agent.tokenizer import encode
+from mem_agent.serving.tiny_model import QWEN3_EOS, TinyQwen3Spec, ensure_tiny_qwen3
+from mem_agent.tokenization.tokenizer import encode
 from support.http import get_json, post_json
 from support.proc_state import still_running
 

@@ -148,7 +148,7 @@ def test_the_original_hotpotqa_layout_gives_the_same_rows_as_the_hub_layout(tmp_
 
 
 def test_the_token_percentiles_are_those_of_the_written_contexts(tmp_path, tokenizer, qa_file, capsys):
-    from mem_agent.tokenizer import encode
+    from mem_agent.tokenization.tokenizer import encode
 
     output = tmp_path / "train.jsonl"
     argv = ["--input", str(qa_file), "--output", str(output), "--max-rows", "9", "--tokenizer", "bundled:qwen3"]

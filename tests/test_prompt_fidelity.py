@@ -17,13 +17,13 @@ import shutil
 import numpy as np
 import pytest
 
-from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.prompt_file import Thinking
-from mem_agent.prompt_sets import builtin_prompts, prompt_facts
-from mem_agent.records import Completion, FinishReason, SamplingParams
-from mem_agent.rememr1 import ReMemR1Planner
-from mem_agent.tokenizer import bundled_qwen3_dir, decode, encode, load_tokenizer
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.prompt_sets import builtin_prompts, prompt_facts
+from mem_agent.agent.records import Completion, FinishReason, SamplingParams
+from mem_agent.agent.rememr1 import ReMemR1Planner
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.settings.config import AgentMode, MemAgentConfig
+from mem_agent.templates.template_file import Thinking
+from mem_agent.tokenization.tokenizer import bundled_qwen3_dir, decode, encode, load_tokenizer
 from support import authors_files
 from support.authors_clients import REMEMR1_SLOT, EvaluationClient, TrainingClient, extract_solution
 from support.authors_files import loopback_mirror

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mem_agent import eval_ruler_hqa, rollout, run_document
-from mem_agent.config import ConfigError, MemAgentConfig
-from mem_agent.prompt_file import (
+from mem_agent.settings.config import ConfigError, MemAgentConfig
+from mem_agent.templates.template_file import (
     Assembly,
     MemoryText,
     PromptFileError,

@@ -13,11 +13,11 @@ import json
 import pytest
 
 from mem_agent import eval_ruler_hqa, rollout, run_document
-from mem_agent.config import MemAgentConfig
-from mem_agent.host_client import close_clients
-from mem_agent.prompt_file import load_prompt_file
-from mem_agent.tokenizer import decode, encode, load_tokenizer
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.host.clients import close_clients
+from mem_agent.settings.config import MemAgentConfig
+from mem_agent.templates.template_file import load_prompt_file
+from mem_agent.tokenization.tokenizer import decode, encode, load_tokenizer
 from support import authors_files
 from support.authors_clients import EvaluationClient, TrainingClient
 from support.authors_files import loopback_mirror

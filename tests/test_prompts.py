@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from mem_agent.config import AgentMode
-from mem_agent.prompt_sets import builtin_prompts
-from mem_agent.prompts import (
+from mem_agent.agent.prompt_sets import builtin_prompts
+from mem_agent.agent.prompts import (
     FINAL_TURN_TEXT,
     MEMORY_TURN_TEXT,
     NO_MEMORY_TEXT,
     compile_template,
 )
-from mem_agent.tokenizer import encode
+from mem_agent.settings.config import AgentMode
+from mem_agent.tokenization.tokenizer import encode
 
 
 def _builtin(tokenizer):

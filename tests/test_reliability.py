@@ -26,11 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mem_agent import eval_ruler_hqa, rollout
-from mem_agent.chunking import plan_chunks
+from mem_agent.agent.chunking import plan_chunks
 from mem_agent.custom_convert import convert_samples_to_train_data
-from mem_agent.eval_results import read_results
-from mem_agent.host_client import close_clients
-from mem_agent.tokenizer import encode
+from mem_agent.evaluation.results import read_results
+from mem_agent.host.clients import close_clients
+from mem_agent.tokenization.tokenizer import encode
 from support.fault_proxy import TRANSIENT_FAULTS, fault_proxy, random_faults
 from support.host.args import host_args
 from support.host.data_source import DataSource
@@ -192,7 +192,7 @@ def _lines(path) -> int:
 
 
 def test_a_partial_last_line_from_a_crash_is_repaired_on_resume(tmp_path):
-    from mem_agent.eval_results import ResultStore
+    from mem_agent.evaluation.results import ResultStore
 
     path = tmp_path / "results.jsonl"
     path.write_bytes(b'{"id": "0", "status": "completed"}\n{"id": "1", "status": "compl')

@@ -9,14 +9,11 @@ import pytest
 from conftest import document_text, server_flags
 
 from mem_agent import eval_ruler_hqa, rollout
-from mem_agent.config import AgentMode, MemAgentConfig, MemoryRule, RetrieverKind
-from mem_agent.custom_convert import convert_samples_to_train_data
-from mem_agent.prompt_sets import builtin_prompts
-from mem_agent.records import SamplingParams, TrajectoryStatus, TurnKind
-from mem_agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, parse_response
-from mem_agent.retrieval import retrieve
-from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient
-from mem_agent.step_rewards import (
+from mem_agent.agent.prompt_sets import builtin_prompts
+from mem_agent.agent.records import SamplingParams, TrajectoryStatus, TurnKind
+from mem_agent.agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, parse_response
+from mem_agent.agent.retrieval import retrieve
+from mem_agent.agent.step_rewards import (
     MemoryTurnFacts,
     coverage,
     final_turn_reward,
@@ -24,9 +21,12 @@ from mem_agent.step_rewards import (
     memory_turn_reward,
     recall_hit,
 )
-from mem_agent.tiny_model import COMMON_WORDS
-from mem_agent.tokenizer import decode, encode
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.custom_convert import convert_samples_to_train_data
+from mem_agent.inference.client import ApiProtocol, ClientSettings, RolloutClient
+from mem_agent.serving.tiny_model import COMMON_WORDS
+from mem_agent.settings.config import AgentMode, MemAgentConfig, MemoryRule, RetrieverKind
+from mem_agent.tokenization.tokenizer import decode, encode
 from support.completions import completion_of
 from support.host.train_data import check_train_data, flatten_rollout
 from support.real_step import real_step
@@ -75,7 +75,7 @@ def test_every_scorer_finds_the_memory_that_answers_the_query(kind):
 
 def test_word_recall_score_by_hand():
     # query words {who, founded, corvane}: memory 0 holds founded + corvane -> 2/3; others 0
-    from mem_agent.retrieval import RecallScorer, words
+    from mem_agent.agent.retrieval import RecallScorer, words
 
     scores = RecallScorer().scores(words("Who founded Corvane?"), [words(memory) for memory in HISTORY])
     assert scores == [pytest.approx(2 / 3), 0.0, 0.0]

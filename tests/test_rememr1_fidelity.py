@@ -7,13 +7,11 @@ import asyncio
 import pytest
 
 from mem_agent import rollout
-from mem_agent.advantages import StepReward, TrajectoryOutcome, turn_advantages
-from mem_agent.config import AgentMode, ConfigError, CoverageRule, MemAgentConfig, MemoryRule, RetrieverKind
-from mem_agent.prompt_sets import builtin_prompts
-from mem_agent.records import Turn, TurnKind
-from mem_agent.rememr1 import ReMemR1Planner, parse_response
-from mem_agent.retrieval import TfidfScorer, retrieve, subword_terms
-from mem_agent.step_rewards import (
+from mem_agent.agent.prompt_sets import builtin_prompts
+from mem_agent.agent.records import Turn, TurnKind
+from mem_agent.agent.rememr1 import ReMemR1Planner, parse_response
+from mem_agent.agent.retrieval import TfidfScorer, retrieve, subword_terms
+from mem_agent.agent.step_rewards import (
     MemoryTurnFacts,
     coverage,
     final_turn_reward,
@@ -21,9 +19,11 @@ from mem_agent.step_rewards import (
     memory_turn_reward,
     turn_state_rewards,
 )
-from mem_agent.tokenizer import BUNDLED_QWEN3, decode, encode
-from mem_agent.trajectory_rows import score_rows
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.host.advantages import StepReward, TrajectoryOutcome, turn_advantages
+from mem_agent.host.trajectory_rows import score_rows
+from mem_agent.settings.config import AgentMode, ConfigError, CoverageRule, MemAgentConfig, MemoryRule, RetrieverKind
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, decode, encode
 from support.completions import completion_of
 from support.fixed_answer_server import fixed_answer_server
 from support.host.args import host_args

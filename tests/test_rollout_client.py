@@ -8,8 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from mem_agent.records import CompletionError, FinishReason, GenerationError, SamplingParams
-from mem_agent.rollout_client import ApiProtocol, ClientSettings, RolloutClient, build_body, parse_completion
+from mem_agent.agent.records import CompletionError, FinishReason, GenerationError, SamplingParams
+from mem_agent.inference.client import ApiProtocol, ClientSettings, RolloutClient, build_body, parse_completion
 from support.fault_proxy import TRANSIENT_FAULTS, Fault, fault_proxy, scripted
 
 PROMPT = np.array([9707, 11, 1879, 0, 576, 374], dtype=np.int32)

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 
 from mem_agent import rollout
-from mem_agent.host_client import close_clients, router_address, sampling_from_host
-from mem_agent.host_flags import HostConfigError
-from mem_agent.records import FinishReason, SamplingParams
-from mem_agent.rollout_client import ApiProtocol, build_body, parse_completion
-from mem_agent.scoring import strict_reward
+from mem_agent.agent.records import FinishReason, SamplingParams
+from mem_agent.agent.scoring import strict_reward
+from mem_agent.host.clients import close_clients, router_address, sampling_from_host
+from mem_agent.host.flags import HostConfigError
+from mem_agent.inference.client import ApiProtocol, build_body, parse_completion
 from support.fault_proxy import Fault, scripted
 from support.hook_bench import small_agent
 from support.host.args import host_args

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent.processes import free_port
+from mem_agent.serving.processes import free_port
 from support.proc_state import still_running
 from support.scripts import SCRIPTS, run_script, write_eval_file, write_executable
 

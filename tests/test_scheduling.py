@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from mem_agent.scheduling import PriorityLimiter
+from mem_agent.inference.scheduling import PriorityLimiter
 
 
 def test_waiters_are_served_by_priority_then_arrival():

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem_agent import scoring
-from mem_agent.config import MemAgentConfig
-from mem_agent.scoring import (
+from mem_agent.agent import scoring
+from mem_agent.agent.scoring import (
     OFFICIAL,
     STRICT_WINDOW_CHARS,
     ReportingRules,
@@ -25,6 +24,7 @@ from mem_agent.scoring import (
     substring_exact_match,
     token_f1,
 )
+from mem_agent.settings.config import MemAgentConfig
 
 FOLDED = ReportingRules(fold_unicode=True)
 GUARDED = ReportingRules(empty_guard=True)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem_agent.scoring import (
+from mem_agent.agent.scoring import (
     ReportingRules,
     exact_match,
     extract_boxed,

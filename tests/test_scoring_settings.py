@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent import eval_ruler_hqa, rollout
-from mem_agent.tokenizer import BUNDLED_QWEN3
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 from support.fixed_answer_server import fixed_answer_server
 from support.host.args import host_args
 from support.host.rollout_loop import sampling_params

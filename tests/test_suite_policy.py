@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import HOTPOT_SAMPLE, PROJECT_ROOT
 
-from mem_agent import synthetic_qa
+from mem_agent.data import synthetic_qa
 from support.suite_policy import NO_SKIPS
 
 

@@ -8,7 +8,8 @@ import re
 import pytest
 
 from mem_agent import build_long_context, synthetic_qa
-from mem_agent.jsonstream import iter_json_array
+from mem_agent.common.jsonstream import iter_json_array
+from mem_agent.data import synthetic_qa as synthetic_data
 
 # The two sentence shapes the gold paragraphs state their facts in.
 PERSON_FACT = re.compile(r"^(?P<name>.+) \(born (?P<year>\d{4})\) was an? .+ born in the town of (?P<town>.+)\.$")
@@ -41,7 +42,7 @@ def test_the_same_seed_writes_byte_identical_files_and_another_seed_does_not(tmp
 
 def test_every_question_has_two_gold_and_eight_distractor_paragraphs_with_distinct_titles():
     """Like HotpotQA's distractor setting: ten paragraphs, two of them supporting, no title twice."""
-    for row in synthetic_qa.generate(60, seed=11):
+    for row in synthetic_data.generate(60, seed=11):
         titles = row["context"]["title"]
         gold = row["supporting_facts"]["title"]
         assert len(titles) == 10 and len(set(titles)) == 10
@@ -52,7 +53,7 @@ def test_every_question_has_two_gold_and_eight_distractor_paragraphs_with_distin
 
 def test_all_question_kinds_appear():
     """Bridge, comparison and yes/no questions all occur, typed as HotpotQA types them."""
-    rows = synthetic_qa.generate(9, seed=0)
+    rows = synthetic_data.generate(9, seed=0)
     assert {row["type"] for row in rows} == {"bridge", "comparison"}
     assert any(row["answer"] in ("yes", "no") for row in rows)
     assert any(row["type"] == "comparison" and row["answer"] not in ("yes", "no") for row in rows)
@@ -61,7 +62,7 @@ def test_all_question_kinds_appear():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_each_answer_follows_from_the_two_gold_paragraphs_alone(seed):
     """The answer is derivable from the supporting paragraphs, so a perfect reader can score 100%."""
-    for row in synthetic_qa.generate(45, seed=seed):
+    for row in synthetic_data.generate(45, seed=seed):
         facts = _gold_facts(row)
         people = _people(facts)
         question, answer = row["question"], row["answer"]
@@ -124,12 +125,12 @@ def test_help_names_every_default(capsys):
 
 def test_the_module_says_its_data_is_invented():
     """Nobody should mistake demo numbers on this set for HotpotQA results."""
-    doc = synthetic_qa.__doc__ or ""
+    doc = synthetic_data.__doc__ or ""
     assert "synthetic" in doc.lower() and "cannot be downloaded" in doc
 
 
 def test_large_sets_finish_and_never_reuse_a_title():
     """Two-syllable town names run out near 160 questions (this once looped forever); names then grow."""
-    rows = synthetic_qa.generate(600, seed=0)
+    rows = synthetic_data.generate(600, seed=0)
     titles = [title for row in rows for title in row["context"]["title"]]
     assert len(titles) == len(set(titles)) == 6000

@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mem_agent.tokenizer import TOKEN_DTYPE, TokenizerNotFoundError, bundled_qwen3_dir, encode, load_tokenizer
+from mem_agent.tokenization.tokenizer import (
+    TOKEN_DTYPE,
+    TokenizerNotFoundError,
+    bundled_qwen3_dir,
+    encode,
+    load_tokenizer,
+)
 
 TEXT_PIECES = st.sampled_from(
     ["\n", "\n\n", " ", "  ", ".", ",", "Document 7:", "Paris", "東京", "ü", "🙂", "'s", "\t", "42"]

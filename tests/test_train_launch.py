@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent.config import SETTINGS
-from mem_agent.processes import free_port
-from mem_agent.prompt_file import Assembly, MemoryText, Thinking, dump_prompt_file
+from mem_agent.serving.processes import free_port
+from mem_agent.settings.config import SETTINGS
+from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, dump_prompt_file
 from support.proc_state import still_running
 from support.scripts import (
     PROJECT_ROOT,

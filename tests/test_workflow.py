@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from conftest import document_text
 
-from mem_agent import prompt_sets, workflow
-from mem_agent.config import MemAgentConfig
-from mem_agent.prompt_sets import ResponseCleaner
-from mem_agent.records import FinishReason, SamplingParams, TrajectoryStatus, TurnKind
-from mem_agent.rollout_client import ClientSettings, RolloutClient
-from mem_agent.tiny_model import QWEN3_EOS
-from mem_agent.tokenizer import encode
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent import prompt_sets, workflow
+from mem_agent.agent.prompt_sets import ResponseCleaner
+from mem_agent.agent.records import FinishReason, SamplingParams, TrajectoryStatus, TurnKind
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.inference.client import ClientSettings, RolloutClient
+from mem_agent.serving.tiny_model import QWEN3_EOS
+from mem_agent.settings.config import MemAgentConfig
+from mem_agent.tokenization.tokenizer import encode
 from support.fault_proxy import Fault, fault_proxy, scripted
 
 pytestmark = pytest.mark.server

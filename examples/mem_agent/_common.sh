@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by the mem_agent scripts, never run: the paths every script shares (each an environment
 # variable with a default) and small helpers. Python owns the MEM_* agent settings and their
-# defaults (mem_agent/config.py): nothing here gives them a value, and only the ones the user set
+# defaults (mem_agent/settings/config.py): nothing here gives them a value, and only the ones the user set
 # travel to the Ray workers.
 #
 # Every script first checks all of its settings, collecting problems, and reports them in one
@@ -273,7 +273,7 @@ check_mem_settings() {
   if ! out=$(_MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" "${checker}" -c '
 import os, sys
 sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
-from mem_agent.config import config_problems
+from mem_agent.settings.config import config_problems
 print("\n".join(config_problems()))
 ' 2>&1); then
     missing "${checker} cannot check the MEM_* settings (it needs Python 3.11 or newer): ${out##*$'\n'}"
@@ -301,7 +301,7 @@ mem_env_json() {
     "${builder}" -c '
 import json, os, sys
 sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
-from mem_agent.config import SETTINGS
+from mem_agent.settings.config import SETTINGS
 env = {"PYTHONPATH": os.environ["_MEM_PYTHONPATH"], "CUDA_DEVICE_MAX_CONNECTIONS": "1", "PYTHONUNBUFFERED": "1"}
 env.update({s.env: os.environ[s.env] for s in SETTINGS if os.environ.get(s.env, "").strip()})
 print(json.dumps({"env_vars": env}))'

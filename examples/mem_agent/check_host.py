@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mem_agent import host_stubs
-from mem_agent.cli_common import UsageError
-from mem_agent.host_client import close_clients
-from mem_agent.host_namespace import host_namespace
+from mem_agent.common.usage import UsageError
+from mem_agent.host import stubs as host_stubs
+from mem_agent.host.clients import close_clients
+from mem_agent.host.namespace import host_namespace
 
 HOSTS = ("slime", "vime")
 
@@ -106,10 +106,10 @@ def detect_host(root: Path) -> Host:
 def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
     if data is not None:
         return data
-    from mem_agent.build_long_context import render_context
-    from mem_agent.prepare_data import output_row
-    from mem_agent.qa_rows import parse_row
-    from mem_agent.synthetic_qa import generate
+    from mem_agent.data.contexts import render_context
+    from mem_agent.data.qa_rows import parse_row
+    from mem_agent.data.synthetic_qa import generate
+    from mem_agent.data.train_rows import output_row
 
     path = workdir / "prompts.jsonl"
     with path.open("w") as handle:
@@ -220,10 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _server(options: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[str, str, str]:
-    from mem_agent.tokenizer import bundled_qwen3_dir
+    from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 
     if options.local_stack:
-        from mem_agent.local_stack import local_stack
+        from mem_agent.serving.local_stack import local_stack
 
         running = stack.enter_context(local_stack())
         return running.url, options.protocol or "vllm", options.hf_checkpoint or str(running.model_path)

@@ -3,7 +3,7 @@
     --custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data
 
 The host hands over the flat list of turn samples of a rollout step. Group statistics are taken
-per trajectory first (`mem_agent.trajectory_rows`, the same code as the reward post-process hook,
+per trajectory first (`mem_agent.host.trajectory_rows`, the same code as the reward post-process hook,
 which the host does not call when a convert function is set), then each row gets its trajectory's
 value: MemAgent gives every token of every turn the same advantage.
 
@@ -33,9 +33,9 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from mem_agent.host_flags import check_host_args
-from mem_agent.records import TrainDataError
-from mem_agent.rollout import scored_rows
+from mem_agent.agent.records import TrainDataError
+from mem_agent.host.flags import check_host_args
+from mem_agent.host.hook_config import scored_rows
 
 __all__ = ["TrainDataError", "convert_samples_to_train_data"]
 

@@ -24,8 +24,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.reward_fields import reward_value
-from mem_agent.trajectory_rows import info_of, untrainable_status
+from mem_agent.host.reward_fields import reward_value
+from mem_agent.host.trajectory_rows import info_of, untrainable_status
 
 _HOST_FILTER_TYPES = ("slime.rollout.filter_hub.base_types", "vime.rollout.filter_hub.base_types")
 

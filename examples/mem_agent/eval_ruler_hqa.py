@@ -33,8 +33,24 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mem_agent.cli_common import (
-    UsageError,
+from mem_agent.agent.records import SamplingParams
+from mem_agent.agent.scoring import ReportingRules, score_answer
+from mem_agent.agent.step_rewards import recall_stats
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.console import program_name
+from mem_agent.common.jsonstream import DataFormatError, count_json_array_items
+from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items, resolve_files
+from mem_agent.evaluation.report import (
+    EvalFileReport,
+    ReuseError,
+    check_reuse,
+    facts_known_without_a_server,
+    settings_facts,
+    write_reports,
+)
+from mem_agent.evaluation.results import ResultStore, read_results, summarize
+from mem_agent.inference.agent_flags import (
     add_agent_flags,
     add_sampling_flags,
     add_server_flags,
@@ -43,26 +59,10 @@ from mem_agent.cli_common import (
     config_from_args,
     sampling_from_args,
 )
-from mem_agent.client_pool import ClientPool
-from mem_agent.config import AgentMode, ConfigError, MemAgentConfig
-from mem_agent.console import program_name
-from mem_agent.eval_files import EvalFile, EvalItem, iter_items, resolve_files
-from mem_agent.eval_report import (
-    EvalFileReport,
-    ReuseError,
-    check_reuse,
-    facts_known_without_a_server,
-    settings_facts,
-    write_reports,
-)
-from mem_agent.eval_results import ResultStore, read_results, summarize
-from mem_agent.jsonstream import DataFormatError, count_json_array_items
-from mem_agent.records import SamplingParams
-from mem_agent.rollout_client import ClientSettings
-from mem_agent.scoring import ReportingRules, score_answer
-from mem_agent.step_rewards import recall_stats
-from mem_agent.tokenizer import TokenizerNotFoundError
-from mem_agent.workflow import MemoryAgent
+from mem_agent.inference.client import ClientSettings
+from mem_agent.inference.client_pool import ClientPool
+from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig
+from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 

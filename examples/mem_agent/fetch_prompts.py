@@ -31,11 +31,11 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.cli_common import UsageError
-from mem_agent.console import program_name
-from mem_agent.io_utils import write_text_atomic
-from mem_agent.prompt_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file
-from mem_agent.prompt_sources import SOURCES, Source, SourceError, extract
+from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.console import program_name
+from mem_agent.common.usage import UsageError
+from mem_agent.templates.sources import SOURCES, Source, SourceError, extract
+from mem_agent.templates.template_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 MAX_BYTES = 2 * 1024 * 1024  # the files are 4-20 KB; anything this large is not the file we pinned

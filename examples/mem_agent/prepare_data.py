@@ -35,12 +35,13 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mem_agent.build_long_context import choose_documents, render_context
-from mem_agent.console import program_name
-from mem_agent.io_utils import atomic_output
-from mem_agent.jsonstream import DataFormatError
-from mem_agent.qa_rows import Paragraph, QaRow, iter_raw_rows, parse_row
-from mem_agent.tokenizer import TokenizerNotFoundError, encode, load_tokenizer
+from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.console import program_name
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.data.contexts import choose_documents, render_context
+from mem_agent.data.qa_rows import Paragraph, QaRow, iter_raw_rows, parse_row
+from mem_agent.data.train_rows import output_row
+from mem_agent.tokenization.tokenizer import TokenizerNotFoundError, encode, load_tokenizer
 
 
 @dataclass
@@ -119,11 +120,6 @@ def paragraph_pool(args: argparse.Namespace, size: int, seed: int) -> list[Parag
             elif (slot := rng.randrange(len(seen_titles))) < size:
                 pool[slot] = paragraph
     return pool
-
-
-def output_row(row: QaRow, context: str, num_docs: int) -> dict[str, Any]:
-    metadata = {"context": context, "ground_truth": list(row.answers), "num_docs": num_docs, "id": row.row_id}
-    return {"prompt": row.question, "label": row.answers[0], "metadata": metadata}
 
 
 def write_rows(args: argparse.Namespace, pool: Sequence[Paragraph], tokenizer: Any, summary: Summary) -> None:

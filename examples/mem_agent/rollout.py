@@ -46,26 +46,21 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.config import AgentMode, MemAgentConfig
-from mem_agent.host_client import client_for, forget_clients, sampling_from_host
-from mem_agent.host_flags import check_host_args
-from mem_agent.records import Trajectory, TrajectoryStatus, Turn
-from mem_agent.reward_fields import reward_record
-from mem_agent.scoring import AnswerScores, ReportingRules, score_answer
-from mem_agent.step_rewards import recall_stats, turn_state_rewards
-from mem_agent.tokenizer import load_tokenizer
-from mem_agent.trajectory_rows import META, ScoredRows, info_of, score_rows, untrainable_status
-from mem_agent.workflow import MemoryAgent
+from mem_agent.agent.records import Trajectory, TrajectoryStatus, Turn
+from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
+from mem_agent.agent.step_rewards import recall_stats, turn_state_rewards
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.host.clients import client_for, forget_clients, sampling_from_host
+from mem_agent.host.flags import check_host_args
+from mem_agent.host.hook_config import scored_rows, settings
+from mem_agent.host.reward_fields import reward_record
+from mem_agent.host.trajectory_rows import META, info_of, untrainable_status
+from mem_agent.settings.config import AgentMode, MemAgentConfig
+from mem_agent.tokenization.tokenizer import load_tokenizer
 
-__all__ = ["generate", "reset_caches", "reward", "reward_post_process", "scored_rows", "settings"]
+__all__ = ["generate", "reset_caches", "reward", "reward_post_process"]
 
 logger = logging.getLogger(__name__)
-
-
-@functools.cache
-def settings() -> MemAgentConfig:
-    """MEM_* settings, read once per process (the Ray actor's environment is fixed at start)."""
-    return MemAgentConfig.from_env()
 
 
 @functools.cache
@@ -241,12 +236,6 @@ def _reward_of(args: Any, sample: Any) -> Any:
     rules = ReportingRules.of(settings())
     scores = score_answer(info.get("answer", sample.response), ground_truths(sample), rules=rules)
     return reward_record(args, scores.strict, scores, _outcome(TrajectoryStatus.COMPLETED, scores.strict))
-
-
-def scored_rows(args: Any, samples: Sequence[Any]) -> ScoredRows:
-    """Raw rewards, advantages and trainability per row, with this process's MEM_* settings."""
-    config = settings()
-    return score_rows(args, samples, config)
 
 
 def reward_post_process(args: Any, samples: Sequence[Any]) -> tuple[list[float], list[float]]:

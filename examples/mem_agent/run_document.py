@@ -19,8 +19,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.cli_common import (
-    UsageError,
+from mem_agent.agent.records import SamplingParams, Trajectory, Turn, TurnKind
+from mem_agent.agent.scoring import extract_boxed
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.console import program_name
+from mem_agent.common.usage import UsageError
+from mem_agent.inference.agent_flags import (
     add_agent_flags,
     add_sampling_flags,
     add_server_flags,
@@ -29,14 +34,9 @@ from mem_agent.cli_common import (
     config_from_args,
     sampling_from_args,
 )
-from mem_agent.config import ConfigError
-from mem_agent.console import program_name
-from mem_agent.io_utils import write_text_atomic
-from mem_agent.records import SamplingParams, Trajectory, Turn, TurnKind
-from mem_agent.rollout_client import RolloutClient
-from mem_agent.scoring import extract_boxed
-from mem_agent.tokenizer import TokenizerNotFoundError, decode
-from mem_agent.workflow import MemoryAgent
+from mem_agent.inference.client import RolloutClient
+from mem_agent.settings.config import ConfigError
+from mem_agent.tokenization.tokenizer import TokenizerNotFoundError, decode
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mem_agent.tokenizer import decode, encode
+from mem_agent.tokenization.tokenizer import decode, encode
 
 MEMAGENT_SLOT = r"\{([a-zA-Z]+)\}"
 REMEMR1_SLOT = r"\{([a-zA-Z_]+)\}"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mem_agent.records import Completion, FinishReason
-from mem_agent.tokenizer import encode
+from mem_agent.agent.records import Completion, FinishReason
+from mem_agent.tokenization.tokenizer import encode
 
 
 def completion_of(tokenizer, text: str) -> tuple[np.ndarray, Completion]:

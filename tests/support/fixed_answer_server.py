@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import orjson
 from aiohttp import web
 
-from mem_agent.tokenizer import BUNDLED_QWEN3, encode, load_tokenizer
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, encode, load_tokenizer
 from support.background_app import BackgroundApp
 
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 import pytest
 
 from mem_agent import rollout
-from mem_agent.host_client import close_clients
-from mem_agent.tokenizer import BUNDLED_QWEN3
+from mem_agent.host.clients import close_clients
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 from support.host.args import host_args
 from support.host.data_source import DataSource
 from support.host.step import StepResult, run_step

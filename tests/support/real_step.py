@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mem_agent.host_client import close_clients
+from mem_agent.host.clients import close_clients
 from support.fault_proxy import FaultPlan, fault_proxy, scripted
 from support.hook_bench import small_agent
 from support.host.args import host_args

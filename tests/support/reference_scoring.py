@@ -1,6 +1,6 @@
 """The references' scoring rules, restated from their specification for the tests to compare with.
 
-Written from the rules as stated below, not from mem_agent.scoring, and in a different style
+Written from the rules as stated below, not from mem_agent.agent.scoring, and in a different style
 (character scans and exact fractions instead of regular expressions and floats), so that a shared
 mistake is unlikely. Nothing here is imported by the package.
 

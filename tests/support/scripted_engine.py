@@ -24,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from mem_agent.tokenizer import decode, encode
+from mem_agent.tokenization.tokenizer import decode, encode
 from support.background_app import BackgroundApp
 
 END_OF_TURN = 151645  # <|im_end|>

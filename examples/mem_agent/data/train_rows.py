@@ -1,0 +1,13 @@
+"""The training row layout the hooks read: the question as the prompt, the first answer as the label,
+and the long context with every ground truth in the metadata (where slime and vime carry it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mem_agent.data.qa_rows import QaRow
+
+
+def output_row(row: QaRow, context: str, num_docs: int) -> dict[str, Any]:
+    metadata = {"context": context, "ground_truth": list(row.answers), "num_docs": num_docs, "id": row.row_id}
+    return {"prompt": row.question, "label": row.answers[0], "metadata": metadata}

@@ -1,0 +1,83 @@
+"""RULER-HQA eval files: which ones to run, and their items, validated as they stream past.
+
+An eval file is a JSON array of items with `context`, `input` (the question), `answers` and an
+optional `index` (MemAgent's `eval_<N>.json`, N documents per context). A 6400-document file is
+about 450 MB, so it is never loaded whole: items are read one at a time, and a malformed one stops
+the run with its file, position and field (exit 2) instead of being scored as wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from mem_agent.common.jsonstream import DataFormatError, iter_json_array
+from mem_agent.common.usage import UsageError
+
+RULER_HQA_LENGTHS = (50, 100, 200, 400, 800, 1600, 3200, 6400)
+
+
+@dataclass(frozen=True)
+class EvalFile:
+    path: Path
+    label: str  # "50" for eval_50.json: the number of documents per context
+    limit: int | None = None  # only the first `limit` items
+
+    @property
+    def results_name(self) -> str:
+        return f"results_{self.label}.jsonl"
+
+
+@dataclass
+class EvalItem:
+    file: EvalFile
+    item_id: str
+    question: str
+    answers: list[str]
+    context: str
+
+
+def label_of(path: Path) -> str:
+    match = re.fullmatch(r"eval_(\d+)", path.stem)
+    return match.group(1) if match else path.stem
+
+
+def iter_items(file: EvalFile) -> Iterator[EvalItem]:
+    """Items of a RULER-HQA file, validated as they stream past; a bad one stops the run (exit 2)."""
+    for position, raw in enumerate(iter_json_array(file.path)):
+        if file.limit is not None and position >= file.limit:
+            return
+        where = f"{file.path}: item {position}"
+        if not isinstance(raw, dict):
+            raise DataFormatError(f"{where}: expected an object, got {type(raw).__name__}")
+        for key in ("context", "input"):
+            if not isinstance(raw.get(key), str):
+                raise DataFormatError(f"{where}: field '{key}' must be a string")
+        answers = raw.get("answers")
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+            raise DataFormatError(f"{where}: field 'answers' must be a non-empty list of strings")
+        if not raw["context"].strip():
+            raise DataFormatError(f"{where}: field 'context' is empty")
+        item_id = str(raw.get("index", position))
+        yield EvalItem(file, item_id, raw["input"], list(answers), raw["context"])
+
+
+def resolve_files(args: argparse.Namespace) -> list[EvalFile]:
+    paths = list(args.data)
+    if args.data_root is not None:
+        if not args.data_root.is_dir():
+            raise UsageError(f"--data-root {args.data_root} is not a folder")
+        lengths = args.lengths or [n for n in RULER_HQA_LENGTHS if (args.data_root / f"eval_{n}.json").is_file()]
+        paths += [args.data_root / f"eval_{n}.json" for n in lengths]
+    if not paths:
+        raise UsageError("nothing to evaluate: pass --data FILE ... or --data-root DIR (see prepare-eval-data.sh)")
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise UsageError(f"eval file(s) not found: {', '.join(missing)}")
+    files = [EvalFile(path, label_of(path), args.limit) for path in paths]
+    if len({file.label for file in files}) != len(files):
+        raise UsageError("two eval files would share one results file; give files with distinct names")
+    return files

@@ -1,0 +1,206 @@
+"""What an evaluation shows people: a per-length table, summary.json, and the accuracy curve.
+
+The table and the plot read like the MemAgent paper's: sub_em x 100 per context length, with
+EM, F1 and the strict training reward beside it, and the count of failed items (which are scored
+as wrong) so that a flaky server can never pass for a weak model or the reverse.
+
+A rerun into the same folder reuses finished results. summary.json therefore keeps the facts of
+every run that produced results (`run`: the latest, `earlier_runs`: the ones before, oldest
+first), and a run that reused everything adds none: its zero requests never replace the facts of
+the run that did the work. Results are reused only when the settings that shape an answer are
+those of the earlier runs (`reuse_problems`); otherwise the evaluator refuses before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from mem_agent.agent.prompt_sets import prompt_facts
+from mem_agent.agent.records import SamplingParams
+from mem_agent.agent.scoring import ReportingRules
+from mem_agent.common.atomic_files import atomic_output, write_text_atomic
+from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
+
+SUMMARY_NAME = "summary.json"
+PLOT_NAME = "accuracy_vs_length.png"
+
+
+@dataclass(frozen=True)
+class EvalFileReport:
+    label: str
+    path: Path
+    summary: dict[str, Any]
+
+
+def format_table(reports: Sequence[EvalFileReport]) -> str:
+    header = ["docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict"]
+    rows = [
+        [
+            report.label,
+            str(report.summary["items"]),
+            str(report.summary["failed"] + report.summary["missing"]),
+            f"{report.summary['mean_context_tokens']:,.0f}",
+            *(f"{report.summary[metric]:.1f}" for metric in ("sub_em", "em", "f1", "strict")),
+        ]
+        for report in reports
+    ]
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = [" | ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
+    lines.insert(1, "-+-".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+# Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
+ANSWER_SHAPING = ("config", "sampling", "tokenizer", "data", "prompts")
+# Of a fact that holds many values, only these are compared: summary.json records every setting
+# under "config", but a timeout, the retries or the wire protocol never change a finished result
+# (config.Setting.shapes_answers), so raising them to rerun failed items must not be refused.
+COMPARED_VALUES: dict[str, frozenset[str]] = {"config": ANSWER_SHAPING_FIELDS}
+
+
+class ReuseError(ValueError):
+    """Earlier results that cannot be reused; the message names the folder and the way out."""
+
+
+def read_earlier_runs(output_dir: Path) -> list[dict[str, Any]] | None:
+    """Facts of the runs whose results `output_dir` holds, oldest first; None without a summary.json.
+
+    Also reads the older layout, whose single `run` held every config value as a string.
+    """
+    path = Path(output_dir) / SUMMARY_NAME
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise ReuseError(f"{path} cannot be read ({error}): move it aside, or pass --force to start over") from None
+    runs = [*document.get("earlier_runs", []), document.get("run")] if isinstance(document, dict) else []
+    return [run for run in runs if isinstance(run, dict)]
+
+
+def settings_facts(
+    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, prompts: dict[str, Any]
+) -> dict[str, Any]:
+    """What shapes the answers, as typed JSON values (enums by the names the settings use); every
+    setting is recorded, and `reuse_problems` compares those that shape answers. `prompts` are the
+    facts of the prompts the run uses (built-in, or the template file's path, sha256 and source,
+    from the read that built them)."""
+    return {
+        "config": {key: value.value if isinstance(value, Enum) else value for key, value in asdict(config).items()},
+        "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
+        "sampling": asdict(sampling),
+        "tokenizer": _tokenizer_fact(tokenizer),
+        "prompts": prompts,
+    }
+
+
+def _tokenizer_fact(tokenizer: str) -> str:
+    """The tokenizer as summary.json names it: a folder by its absolute path, whether or not it exists yet."""
+    return tokenizer if tokenizer == BUNDLED_QWEN3 else str(Path(tokenizer).expanduser().resolve())
+
+
+def facts_known_without_a_server(tokenizer: str, config: MemAgentConfig, sampling: SamplingParams) -> dict[str, Any]:
+    """The answer-shaping facts the evaluator's `--check` knows before the data, the model and the
+    server exist: all but the data's item counts. The tokenizer is left out when it is the bundled
+    fallback, since the local stack sets MEM_MODEL_PATH (the real run's --tokenizer) only when it starts."""
+    facts = settings_facts(tokenizer, config, sampling, prompt_facts(config))
+    if tokenizer == BUNDLED_QWEN3:
+        del facts["tokenizer"]
+    return facts
+
+
+def reuse_problems(earlier: dict[str, Any], now: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[str]:
+    """`config.chunk_tokens 5000 -> 4000` for each answer-shaping fact that changed (one level deep;
+    of "config" only the answer-shaping settings). Values are compared as text, so the older
+    all-strings layout compares equal to typed values; a fact missing on either side is not compared."""
+    changes = []
+    for key in keys:
+        old, new = earlier.get(key), now.get(key)
+        if old is None or new is None:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):
+            names = old.keys() & new.keys()
+            for name in sorted(names & COMPARED_VALUES[key] if key in COMPARED_VALUES else names):
+                if _shown(old[name]) != _shown(new[name]):
+                    changes.append(f"{key}.{name} {_shown(old[name])} -> {_shown(new[name])}")
+        elif _shown(old) != _shown(new):
+            changes.append(f"{key} {_shown(old)} -> {_shown(new)}")
+    return changes
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else str(value)
+
+
+def check_reuse(output_dir: Path, facts: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[dict[str, Any]]:
+    """The facts of the earlier runs whose results `output_dir` holds, once they are known to have
+    made their answers the way this run will (`facts`); a ReuseError naming every change otherwise."""
+    if not any(path.stat().st_size for path in Path(output_dir).glob("results_*.jsonl")):
+        return []
+    earlier = read_earlier_runs(output_dir)
+    if earlier is None:
+        print(f"note: {output_dir} holds results but no summary.json (an interrupted run?): their settings are unknown")
+        return []
+    changes = reuse_problems(earlier[-1], facts, keys) if earlier else []
+    if changes:
+        raise ReuseError(
+            f"{output_dir} holds results made with other settings ({'; '.join(changes)}):"
+            " pass --force to redo them, or choose another --output-dir"
+        )
+    return earlier
+
+
+def write_reports(
+    reports: Sequence[EvalFileReport], output_dir: Path, runs: Sequence[dict[str, Any]], *, plot: bool = True
+) -> None:
+    """The table on stdout, then summary.json and the plot; `runs` are the facts of every run that
+    produced these results, oldest first (the last is the latest)."""
+    print(format_table(reports), flush=True)
+    document = {
+        "results": [{"label": r.label, "file": str(r.path), **r.summary} for r in reports],
+        "run": runs[-1] if runs else None,
+        "earlier_runs": list(runs[:-1]),
+    }
+    write_text_atomic(output_dir / SUMMARY_NAME, json.dumps(document, indent=2) + "\n")
+    if plot:
+        plot_accuracy(reports, output_dir / PLOT_NAME)
+    print(f"summary: {output_dir / SUMMARY_NAME}" + (f"  plot: {output_dir / PLOT_NAME}" if plot else ""))
+
+
+def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
+    """sub_em against mean context tokens on a log axis, each point labelled with its doc count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = sorted((r.summary["mean_context_tokens"], r.summary["sub_em"], r.label) for r in reports)
+    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    xs = [max(x, 1.0) for x, _, _ in points]
+    axes.plot(xs, [y for _, y, _ in points], marker="o", color="#1f6feb")
+    for x, (_, y, label) in zip(xs, points, strict=True):
+        axes.annotate(f"{label} docs", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    axes.set_xscale("log")
+    axes.set_xticks(xs, [_tokens_label(x) for x in xs])
+    axes.minorticks_off()
+    axes.set_ylim(0, 100)
+    axes.set_xlabel("context length (tokens, log scale)")
+    axes.set_ylabel("sub_em x 100")
+    axes.set_title("Accuracy vs context length (RULER-HQA protocol)")
+    axes.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    with atomic_output(path, mode="wb") as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)
+
+
+def _tokens_label(tokens: float) -> str:
+    if tokens >= 1e6:
+        return f"{tokens / 1e6:.1f}M"
+    return f"{tokens / 1e3:.0f}K" if tokens >= 1e3 else f"{tokens:.0f}"

@@ -1,0 +1,119 @@
+"""Per-item evaluation results on disk: appended as each item finishes, resumable, never doubled.
+
+One JSONL file per input file. Each finished item is one line, written and fsynced at once, so a
+killed evaluator loses at most the items still in flight. On start the file is read back:
+complete results are kept (their ids are skipped), failed results are dropped so those items
+run again, and a partial last line left by a crash is cut off. The file is then rewritten
+atomically, so after any number of kills and resumes there is exactly one line per item.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mem_agent.common.atomic_files import atomic_output
+
+COMPLETED = "completed"
+
+
+@dataclass
+class ResumeReport:
+    kept: int = 0
+    dropped_failed: int = 0
+    repaired_partial_line: bool = False
+    dropped_duplicates: int = 0
+    dropped_invalid: int = 0
+
+
+@dataclass
+class ResultStore:
+    """Results of one input file; `done` holds the ids that need no more work."""
+
+    path: Path
+    done: set[str] = field(default_factory=set)
+    report: ResumeReport = field(default_factory=ResumeReport)
+
+    @classmethod
+    def open(cls, path: Path, *, force: bool = False) -> ResultStore:
+        store = cls(path=Path(path))
+        if force or not store.path.exists():
+            with atomic_output(store.path):
+                pass
+            return store
+        records = store._read_back()
+        with atomic_output(store.path) as handle:
+            for record in records:
+                handle.write(_line(record))
+        store.done = {str(record["id"]) for record in records}
+        return store
+
+    def _read_back(self) -> list[dict[str, Any]]:
+        raw = self.path.read_bytes()
+        if raw and not raw.endswith(b"\n"):
+            raw = raw[: raw.rfind(b"\n") + 1]  # the last line was cut by a crash mid-write
+            self.report.repaired_partial_line = True
+        kept: dict[str, dict[str, Any]] = {}
+        for line in raw.splitlines():
+            try:
+                record = json.loads(line)
+                item_id = str(record["id"])
+            except (ValueError, KeyError, TypeError):
+                self.report.dropped_invalid += 1
+                continue
+            if record.get("status") != COMPLETED:
+                self.report.dropped_failed += 1
+            elif item_id in kept:
+                self.report.dropped_duplicates += 1
+            else:
+                kept[item_id] = record
+        self.report.kept = len(kept)
+        return list(kept.values())
+
+    def append(self, record: dict[str, Any]) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(_line(record))
+            handle.flush()
+            os.fsync(handle.fileno())
+        if record.get("status") == COMPLETED:
+            self.done.add(str(record["id"]))
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Every complete line of a results file (a partial last line is ignored)."""
+    records = []
+    with Path(path).open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.endswith("\n"):
+                records.append(json.loads(line))
+    return records
+
+
+def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) -> dict[str, Any]:
+    """Mean metrics x 100 where failed and missing items count as 0: the denominator is every item."""
+    records = list(records)
+    completed = [r for r in records if r.get("status") == COMPLETED]
+    total = max(expected or 0, len(records))
+    summary: dict[str, Any] = {
+        "items": total,
+        "completed": len(completed),
+        "failed": len(records) - len(completed),
+        "missing": total - len(records),
+    }
+    for metric in ("sub_em", "em", "f1", "strict"):
+        summary[metric] = 100.0 * sum(float(r.get(metric, 0.0)) for r in completed) / total if total else 0.0
+    for metric in ("recall_share", "recall_hit_rate"):  # ReMemR1 runs only
+        values = [float(r[metric]) for r in completed if metric in r]
+        if values:
+            summary[metric] = sum(values) / len(values)
+    tokens = [int(r["context_tokens"]) for r in records if "context_tokens" in r]
+    summary["mean_context_tokens"] = sum(tokens) / len(tokens) if tokens else 0.0
+    return summary

@@ -1,0 +1,118 @@
+"""Flags shared by the commands that run the agent against a server (the evaluator, run_document),
+so each is defined and documented once, and the agent, sampling and client settings built from them."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from mem_agent.agent.records import SamplingParams
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.usage import UsageError
+from mem_agent.inference.client import ApiProtocol, ClientSettings
+from mem_agent.settings.config import ConfigError, MemAgentConfig
+from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
+
+
+def add_server_flags(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
+    default_url = os.environ.get("MEM_ROUTER_URL")
+    parser.add_argument(
+        "--url",
+        nargs="+" if many else None,
+        default=[default_url] if many and default_url else default_url,
+        help="server or router base URL"
+        + (" (several: requests go to the least busy)" if many else "")
+        + " (default: $MEM_ROUTER_URL)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=[p.value for p in ApiProtocol],
+        default=ApiProtocol.OPENAI.value,
+        help="openai: /v1/completions (any vLLM); vllm: /inference/v1/generate; sglang: /generate (default: openai)",
+    )
+    parser.add_argument("--model", default=None, help="model name to send (default: the server's only model)")
+    parser.add_argument(
+        "--tokenizer",
+        default=os.environ.get("MEM_MODEL_PATH", BUNDLED_QWEN3),
+        help=f"model folder whose tokenizer to use (default: $MEM_MODEL_PATH, else {BUNDLED_QWEN3})",
+    )
+
+
+def add_sampling_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: 0.7)")
+    parser.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="per-request sampling seed (default: none; the vLLM CPU build 0.32 crashes on seeded requests)",
+    )
+
+
+def add_agent_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chunk-tokens", type=int, default=None, help="tokens per chunk (default: MEM_CHUNK_TOKENS)")
+    parser.add_argument("--max-memory", type=int, default=None, help="memory token limit (default: MEM_MAX_MEMORY)")
+    parser.add_argument("--max-final", type=int, default=None, help="answer token limit (default: MEM_MAX_FINAL)")
+    parser.add_argument("--max-chunks", type=int, default=None, help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS)")
+    parser.add_argument(
+        "--prompts",
+        default=None,
+        metavar="FILE",
+        help="prompt-template file, e.g. written by mem_agent.fetch_prompts (default: MEM_PROMPTS, else built-in)",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
+    """MEM_* settings from the environment, with the flags that were given taking precedence."""
+    overrides = {
+        "chunk_tokens": args.chunk_tokens,
+        "max_memory_tokens": args.max_memory,
+        "max_final_tokens": args.max_final,
+        "max_chunks": args.max_chunks,
+        "prompts": args.prompts,
+    }
+    try:
+        return MemAgentConfig.from_env(**{key: value for key, value in overrides.items() if value is not None})
+    except ConfigError as error:
+        if args.prompts is None:
+            raise
+        # The file came from --prompts, which wins over MEM_PROMPTS: the message names the flag.
+        raise ConfigError(str(error).replace("MEM_PROMPTS=", "--prompts ")) from None
+
+
+def build_agent(tokenizer_path: str, config: MemAgentConfig) -> MemoryAgent:
+    """The agent for a tokenizer folder; one whose chat template is missing or cannot hold the
+    prompts (a syntax error, a template that drops the message) is a UsageError, not a traceback."""
+    tokenizer = load_tokenizer(tokenizer_path, config.tokenizer)
+    import jinja2  # both tokenizer loaders render chat templates with it; imported by the first render anyway
+
+    try:
+        return MemoryAgent(tokenizer, config)
+    except (ValueError, jinja2.TemplateError) as error:  # ChatTemplateError is a ValueError
+        message = " ".join(str(error).split()) or type(error).__name__
+        problem = f"its chat template cannot build the prompts: {message}"
+        raise UsageError(f"--tokenizer {tokenizer_path}: {problem}") from None
+
+
+def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+    if args.temperature < 0:
+        raise UsageError(f"--temperature {args.temperature} must be >= 0")
+    if not 0 < args.top_p <= 1:
+        raise UsageError(f"--top-p {args.top_p} must be in (0, 1]")
+    return SamplingParams(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
+
+
+def client_settings(url: str, args: argparse.Namespace, config: MemAgentConfig, concurrency: int) -> ClientSettings:
+    if not url:
+        raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--url {url} must start with http:// or https://")
+    return ClientSettings(
+        url,
+        protocol=ApiProtocol(args.protocol),
+        model=args.model,
+        max_concurrency=concurrency,
+        connect_timeout_s=config.connect_timeout_s,
+        request_timeout_s=config.request_timeout_s,
+        max_retries=config.max_retries,
+    )

@@ -1,0 +1,3 @@
+"""The local CPU serving stack the demo, tests and benchmarks share: vLLM's CPU build behind
+vllm-router on loopback, the tiny Qwen3 it serves, and process groups stopped by their own PIDs.
+"""
