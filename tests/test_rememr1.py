@@ -10,8 +10,9 @@ from conftest import document_text, server_flags
 
 from mem_agent import eval_ruler_hqa, rollout
 from mem_agent.agent.prompt_sets import builtin_prompts
+from mem_agent.agent.prompts import NO_RECALL_TEXT
 from mem_agent.agent.records import SamplingParams, TrajectoryStatus, TurnKind
-from mem_agent.agent.rememr1 import NO_RECALL_TEXT, ReMemR1Planner, parse_response
+from mem_agent.agent.rememr1 import ReMemR1Planner, parse_response
 from mem_agent.agent.retrieval import retrieve
 from mem_agent.agent.step_rewards import (
     MemoryTurnFacts,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mem_agent.build_long_context import render_context
+from mem_agent.data.contexts import render_context
 from mem_agent.data.qa_rows import parse_row
-from mem_agent.prepare_data import output_row
+from mem_agent.data.train_rows import output_row
 
 
 def trainer_rows(qa_rows: list[dict], count: int) -> list[dict]:

@@ -1,0 +1,167 @@
+"""Trajectory records: what a memory agent wrote into memory, turn by turn, kept as JSON Lines.
+
+One line per trajectory, the same layout in training (`SAVE_PATH/trajectories/`) and evaluation
+(`--save-trajectories`), so one viewer and one set of tools read both. A record holds text, not
+token ids: it answers "what did it remember at chunk 5?", and stays small enough to keep (ids and
+logprobs are the trainer's business and go to the trainer). The layout is versioned by `schema`;
+readers refuse a schema they do not know rather than guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mem_agent.agent.records import Trajectory, TurnKind
+from mem_agent.agent.scoring import AnswerScores
+
+SCHEMA = "mem_agent.trajectory/1"
+
+
+class RecordFormatError(ValueError):
+    """A line that is not a trajectory record of a known schema; the message names file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """One turn: for a memory turn `text` is the memory it wrote (the whole visible response in
+    MemAgent mode), for the final turn the answer; `cut` is True when max_tokens ended it."""
+
+    kind: str  # "memory" | "final"
+    step: int  # chunk index for a memory turn; the number of chunks for the final turn
+    text: str
+    cut: bool
+    finish_reason: str
+    prompt_tokens: int
+    response_tokens: int
+    memory_tokens: int  # tokens of the memory after this turn (the one the final turn answered from)
+    recall_query: str | None = None  # ReMemR1: what this turn asked to recall
+    recalled: str | None = None  # ReMemR1: the earlier memory the recall returned
+    state_reward: float | None = None  # ReMemR1: this turn's state reward, where computed
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryRecord:
+    source: str  # "train" | "eval"
+    item_id: str  # the question's id: the sample index in training, the eval item index in evaluation
+    question: str
+    ground_truths: list[str]
+    mode: str  # "memagent" | "rememr1" | "direct" (the long-context baseline)
+    status: str  # completed | aborted | failed
+    answer: str
+    scores: dict[str, float]  # strict, sub_em, em, f1 (empty for a trajectory that did not finish)
+    has_box: bool
+    context_tokens: int
+    dropped_tokens: int
+    turns: list[TurnRecord]
+    rollout_id: int | None = None  # training: the rollout (step) it came from
+    group_index: int | None = None  # training: the GRPO group (question) it belongs to
+    reward: float | None = None  # training: the reward the trainer saw
+    advantage: float | None = None  # training: the advantage every turn of it was trained with
+    eval_set: str | None = None  # evaluation: the file it came from (e.g. "eval_50.json")
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    schema: str = SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "record") -> TrajectoryRecord:
+        if not isinstance(data, Mapping):
+            raise RecordFormatError(f"{where}: expected an object, got {type(data).__name__}")
+        if data.get("schema") != SCHEMA:
+            raise RecordFormatError(f"{where}: schema {data.get('schema')!r} is not {SCHEMA!r}")
+        try:
+            turns = [TurnRecord(**turn) for turn in data["turns"]]
+            return cls(**{**data, "turns": turns})
+        except (KeyError, TypeError) as error:
+            raise RecordFormatError(f"{where}: {error}") from None
+
+
+def record_of(
+    trajectory: Trajectory,
+    decode: Callable[[Any], str],
+    *,
+    source: str,
+    item_id: str,
+    question: str,
+    ground_truths: Iterable[str],
+    mode: str,
+    scores: AnswerScores | None,
+    **context: Any,
+) -> TrajectoryRecord:
+    """The record of one finished (or failed) trajectory; `decode` turns token ids into text with the
+    policy's tokenizer. `context` fills the source-specific fields (rollout_id, eval_set, ...)."""
+    turns = []
+    for turn in trajectory.turns:
+        extras = turn.extras
+        turns.append(
+            TurnRecord(
+                kind=turn.kind.value,
+                step=turn.step,
+                text=decode(turn.memory_ids if turn.kind is TurnKind.MEMORY else turn.response_ids),
+                cut=turn.truncated,
+                finish_reason=turn.finish_reason.value,
+                prompt_tokens=len(turn.prompt_ids),
+                response_tokens=len(turn.completion),
+                memory_tokens=len(turn.memory_ids),
+                recall_query=_text_or_none(extras.get("recall_query")),
+                recalled=_text_or_none(extras.get("recalled")),
+            )
+        )
+    score_map = {} if scores is None else {name: getattr(scores, name) for name in ("strict", "sub_em", "em", "f1")}
+    return TrajectoryRecord(
+        source=source,
+        item_id=str(item_id),
+        question=question,
+        ground_truths=list(ground_truths),
+        mode=mode,
+        status=trajectory.status.value,
+        answer=trajectory.answer,
+        scores=score_map,
+        has_box=bool(scores and scores.has_box),
+        context_tokens=trajectory.context_tokens,
+        dropped_tokens=trajectory.dropped_tokens,
+        turns=turns,
+        error=trajectory.error,
+        **context,
+    )
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def append_records(path: Path, records: Iterable[TrajectoryRecord]) -> int:
+    """Append records, one flushed line each: a crash loses at most the line being written, which
+    read_records reports by file and line rather than misreading."""
+    count = 0
+    with path.open("ab") as handle:
+        for record in records:
+            handle.write(orjson.dumps(record.to_json()) + b"\n")
+            count += 1
+        handle.flush()
+    return count
+
+
+def read_records(path: Path) -> Iterator[TrajectoryRecord]:
+    """Records of a JSON Lines file, streamed; a broken line is a RecordFormatError naming it,
+    except a cut-off last line (a writer killed mid-line), which is skipped."""
+    with path.open("rb") as handle:
+        lines = handle.read().split(b"\n")
+    last = len(lines) - 1
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if number - 1 == last:  # no newline after it: the writer was stopped mid-line
+                return
+            raise RecordFormatError(f"{path}:{number}: not a JSON object") from None
+        yield TrajectoryRecord.from_json(data, f"{path}:{number}")
