@@ -158,6 +158,22 @@ SETTINGS: tuple[Setting, ...] = (
         "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
     ),
     Setting(
+        "MEM_TRAJECTORY_EVERY",
+        "trajectory_every",
+        1,
+        "int >= 0",
+        "Training: write trajectory records every this many rollouts (under --save/trajectories); 0 = never.",
+        shapes_answers=False,
+    ),
+    Setting(
+        "MEM_TRAJECTORY_COUNT",
+        "trajectory_count",
+        8,
+        "positive int",
+        "Training: trajectories recorded per recorded rollout, correct and wrong ones both kept.",
+        shapes_answers=False,
+    ),
+    Setting(
         "MEM_REQUEST_TIMEOUT",
         "request_timeout_s",
         600.0,
@@ -206,6 +222,8 @@ class MemAgentConfig:
     rememr1_coverage: CoverageRule = CoverageRule.SUBSTRING
     fold_unicode: bool = False
     sub_em_guard: bool = False
+    trajectory_every: int = 1
+    trajectory_count: int = 8
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     max_retries: int = 3
