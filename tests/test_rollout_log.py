@@ -160,3 +160,22 @@ def test_a_disk_error_is_logged_and_training_goes_on(tokenizer, rows, tmp_path, 
     _, result = _step(tokenizer, rows[:1], save=str(blocker))
     assert result.data["tokens"] and "could not write" in caplog.text
     assert _ours("rollout/step")["rollout/mem_agent/trajectories"] == N
+
+
+def test_in_rememr1_mode_state_rewards_are_logged_and_records_keep_the_parsed_memory(tokenizer, rows, tmp_path):
+    """ReMemR1 memory turns carry state rewards (logged as their mean) and their memory's own text,
+    which the records keep instead of the raw response."""
+    _, result = _step(tokenizer, rows[:1], env={"MEM_MODE": "rememr1"}, save=str(tmp_path))
+    ours = _ours("rollout/step")
+    states = [
+        s.metadata["mem_agent"]["state_reward"] for s in result.samples if "state_reward" in s.metadata["mem_agent"]
+    ]
+    assert states and ours["rollout/mem_agent/rememr1/state_reward_mean"] == pytest.approx(sum(states) / len(states))
+    assert ours["rollout/mem_agent/rememr1/recall_rate"] == 0.0, "the scripted engine never asks to recall"
+    records = list(read_records(tmp_path / "trajectories" / "rollout_000000.jsonl"))
+    assert records and all(record.mode == "rememr1" for record in records)
+    texts = {
+        s.metadata["mem_agent"]["memory_text"] for s in result.samples if s.metadata["mem_agent"]["turn"] == "memory"
+    }
+    assert {t.text for r in records for t in r.turns if t.kind == "memory"} <= texts
+    assert all(t.state_reward is not None for r in records for t in r.turns if t.kind == "memory")

@@ -16,6 +16,9 @@ is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--fo
 and refuses earlier results made with other settings. At the end: a per-length table,
 `summary.json` (with the facts of every run that produced the results), and
 `accuracy_vs_length.png`. `--check` validates the arguments and the reuse, and starts nothing.
+With `--save-trajectories`, each item's turns (every memory it wrote, cut or not, and the answer)
+go to `trajectories_<file>.jsonl` as trajectory records (observability/trajectory_records.py),
+one per item, kept in step with the results across resumes.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 
@@ -33,8 +36,8 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mem_agent.agent.records import SamplingParams
-from mem_agent.agent.scoring import ReportingRules, score_answer
+from mem_agent.agent.records import SamplingParams, Trajectory, TrajectoryStatus
+from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
@@ -61,6 +64,8 @@ from mem_agent.inference.agent_flags import (
 )
 from mem_agent.inference.client import ClientSettings
 from mem_agent.inference.client_pool import ClientPool
+from mem_agent.observability.trajectory_records import RecordFormatError, TrajectoryRecord, record_of
+from mem_agent.observability.trajectory_store import TrajectoryStore, trajectories_name
 from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
@@ -68,8 +73,16 @@ TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 
 
 class Evaluator:
-    def __init__(self, agent: MemoryAgent, pool: ClientPool, sampling: SamplingParams, questions_in_flight: int):
+    def __init__(
+        self,
+        agent: MemoryAgent,
+        pool: ClientPool,
+        sampling: SamplingParams,
+        questions_in_flight: int,
+        trajectories: dict[EvalFile, TrajectoryStore] | None = None,
+    ):
         self.agent = agent
+        self.trajectories = trajectories or {}  # --save-trajectories: each file's per-turn records
         self.pool = pool
         self.sampling = sampling
         self.questions_in_flight = questions_in_flight
@@ -104,7 +117,7 @@ class Evaluator:
                             break
                         progress.update(1)
                         continue
-                    task = asyncio.create_task(self._evaluate(item, stores[file], progress, text_slots))
+                    task = asyncio.create_task(self._evaluate(item, file, stores[file], progress, text_slots))
                     tasks.add(task)
                     task.add_done_callback(lambda done: (tasks.discard(done), question_slots.release()))
         finally:
@@ -120,7 +133,7 @@ class Evaluator:
             text_slots.release()
 
     async def _evaluate(
-        self, item: EvalItem, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
+        self, item: EvalItem, file: EvalFile, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
     ) -> None:
         begun = time.monotonic()
         record: dict[str, Any] = {"id": item.item_id, "question": item.question, "answers": item.answers}
@@ -146,6 +159,8 @@ class Evaluator:
             )
             if self.agent.config.mode is AgentMode.REMEMR1:
                 record.update(recall_stats(trajectory.turns, item.answers))
+            if file in self.trajectories:  # before the result line: see trajectory_store
+                self.trajectories[file].append(self._record(item, file, trajectory, scores))
         except Exception as error:  # a bug must not lose the rest of the run: record it, count it
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)
@@ -161,6 +176,20 @@ class Evaluator:
             refresh=False,
         )
         progress.update(1)
+
+    def _record(self, item: EvalItem, file: EvalFile, trajectory: Trajectory, scores: AnswerScores) -> TrajectoryRecord:
+        completed = trajectory.status is TrajectoryStatus.COMPLETED
+        return record_of(
+            trajectory,
+            lambda ids: self.agent.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True),
+            source="eval",
+            item_id=item.item_id,
+            question=item.question,
+            ground_truths=item.answers,
+            mode=self.agent.config.mode.value,
+            scores=scores if completed else None,
+            eval_set=file.path.name,
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
     parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
     parser.add_argument(
+        "--save-trajectories",
+        action="store_true",
+        help="also keep each item's turns (every memory written, cut or not, the answer) in"
+        " trajectories_<N>.jsonl beside results_<N>.jsonl; about 4 bytes per generated token (default: off)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="only check the arguments, the MEM_* settings and that earlier results in --output-dir"
@@ -209,11 +244,24 @@ def _check_positive(args: argparse.Namespace) -> None:
 
 async def _evaluate_all(args, servers, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
     started = time.monotonic()
+    trajectories = _trajectory_stores(args, stores)
     async with ClientPool.for_servers(servers, args.concurrency) as pool:
-        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight)
+        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight, trajectories)
         with tqdm(total=total, unit="q", desc="questions", dynamic_ncols=True) as progress:
             await evaluator.run(files, stores, progress)
     return evaluator, time.monotonic() - started
+
+
+def _trajectory_stores(
+    args: argparse.Namespace, stores: dict[EvalFile, ResultStore]
+) -> dict[EvalFile, TrajectoryStore]:
+    """With --save-trajectories: each file's records, trimmed to the items whose results are reused."""
+    if not args.save_trajectories:
+        return {}
+    return {
+        file: TrajectoryStore.open(args.output_dir / trajectories_name(file.results_name), store.done, force=args.force)
+        for file, store in stores.items()
+    }
 
 
 def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[ClientSettings]:
@@ -254,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         total = sum(expected.values())
         evaluator, seconds = asyncio.run(_evaluate_all(args, servers, agent, sampling, files, stores, total))
-    except DataFormatError as error:
+    except (DataFormatError, RecordFormatError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     reports = [
