@@ -23,6 +23,7 @@ from support.host.eval_loop import eval_rollout_single_dataset
 from support.host.metrics import log_eval_rollout_data
 from support.host.rollout_loop import RolloutState
 from support.host.step import run_step
+from support.real_step import SAMPLES_PER_PROMPT, real_step
 from support.scripted_engine import scripted_engine
 from support.trainer_rows import trainer_rows
 
@@ -179,3 +180,26 @@ def test_in_rememr1_mode_state_rewards_are_logged_and_records_keep_the_parsed_me
     }
     assert {t.text for r in records for t in r.turns if t.kind == "memory"} <= texts
     assert all(t.state_reward is not None for r in records for t in r.turns if t.kind == "memory")
+
+
+@pytest.mark.server
+def test_a_real_step_records_each_memory_as_the_model_wrote_it(stack, synthetic_rows, tokenizer, tmp_path):
+    """Against the real model: a record's memory text is the decoded ids the server sent back, its
+    token counts are the row's, and its advantage is the one the convert trained with."""
+    recorded = real_step(stack.router_url, stack.model_path, trainer_rows(synthetic_rows, 2), save=str(tmp_path))
+    result = recorded.result
+    records = list(read_records(tmp_path / "trajectories" / "rollout_000000.jsonl"))
+    assert len(records) == 2 * SAMPLES_PER_PROMPT, "fewer trajectories than MEM_TRAJECTORY_COUNT: all of them"
+    rows_of = defaultdict(list)
+    for position, sample in enumerate(result.samples):
+        rows_of[str(sample.rollout_id)].append((position, sample))
+    for record in records:
+        for turn, (position, sample) in zip(record.turns, rows_of[record.item_id], strict=True):
+            response = sample.tokens[-sample.response_length :]
+            assert turn.response_tokens == len(response) and turn.prompt_tokens == len(sample.tokens) - len(response)
+            assert turn.text == tokenizer.decode(response, skip_special_tokens=True)
+            assert turn.advantage == result.data["rewards"][position]
+            assert turn.cut == (sample.metadata["mem_agent"]["finish_reason"] == "length")
+    ours = _ours("rollout/step")
+    assert ours["rollout/mem_agent/trajectories"] == 2 * SAMPLES_PER_PROMPT
+    assert 0 <= ours["rollout/mem_agent/memory/cut_share"] <= 1 and ours["rollout/mem_agent/memory_tokens/p95"] > 0

@@ -23,7 +23,8 @@ Paths (relative paths are made absolute)
   TORCH_DIST        the same in Megatron torch_dist format, made by the trainer's
                     tools/convert_hf_to_torch_dist.py (default: ~/models/Qwen3-4B_torch_dist)
   TRAIN_DATA        JSONL from `python -m mem_agent.prepare_data` (default: ~/mem_agent_data/hotpotqa_train.jsonl)
-  SAVE_PATH         checkpoints (iter_XXXXXXX), Ray logs and the head's log (default: ~/mem_agent_runs/qwen3-4b-memagent)
+  SAVE_PATH         checkpoints (iter_XXXXXXX), trajectories/ (metrics and records), Ray logs and the head's log
+                    (default: ~/mem_agent_runs/qwen3-4b-memagent)
 Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
   NUM_ROLLOUT=100  ROLLOUT_BATCH_SIZE=128 (prompts per rollout)  N_SAMPLES=16 (trajectories per prompt)
   UPDATES_PER_ROLLOUT=16  optimizer updates per rollout (MemAgent: 128 prompts in mini-batches of 8)
@@ -40,6 +41,9 @@ Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
   TEMPERATURE=1.0   ROLLOUT_MAX_RESPONSE_LEN=1024 (the host's budget; each turn uses MEM_MAX_MEMORY / MEM_MAX_FINAL)
   MEM_*             agent settings (chunk size, memory size, mode, ...; see the README's settings table),
                     validated here and sent to every worker only when set; Python owns their defaults
+  MEM_TRAJECTORY_EVERY=1  MEM_TRAJECTORY_COUNT=8  trajectory records: every N rollouts, this many
+                    trajectories (correct and wrong), under SAVE_PATH/trajectories/ (about 0.3 MB a
+                    rollout for 8-chunk documents); 0 = none. `python -m mem_agent.train_summary SAVE_PATH` plots the run
 Evaluation during training (off unless EVAL_DATA is set)
   EVAL_DATA         JSONL from mem_agent.prepare_data    EVAL_INTERVAL=20
   EVAL_TEMPERATURE=0.7  EVAL_TOP_P=0.95 (MemAgent's evaluation sampling)
@@ -300,12 +304,16 @@ ROLLOUT_ARGS=(
   --rollout-max-response-len "${ROLLOUT_MAX_RESPONSE_LEN}" --global-batch-size "${GLOBAL_BATCH_SIZE}"
 )
 # The memory agent: generate runs every turn of a trajectory and returns one sample per turn;
-# the reward and advantages are per trajectory, broadcast to its turns.
+# the reward and advantages are per trajectory, broadcast to its turns. The log hooks add the
+# memory-agent metrics (counted per trajectory) to the host's own in W&B / TensorBoard, and write
+# SAVE_PATH/trajectories/ (metrics.jsonl, and rollout_<id>.jsonl trajectory records).
 CUSTOM_ARGS=(
   --custom-generate-function-path mem_agent.rollout.generate
   --custom-rm-path mem_agent.rollout.reward
   --custom-reward-post-process-path mem_agent.rollout.reward_post_process
   --custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data
+  --custom-rollout-log-function-path mem_agent.rollout_log.log_rollout
+  --custom-eval-rollout-log-function-path mem_agent.rollout_log.log_eval_rollout
 )
 # MemAgent (verl): A = R - mean(R) per prompt without std division, PPO clip with dual clip 3.0,
 # low-variance KL loss, and the loss averaged over every response token of an update.
