@@ -8,6 +8,7 @@ a heading renamed or a command dropped without its documentation fails here.
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -159,3 +160,25 @@ def test_every_command_the_docs_show_runs(command: str):
     shown = subprocess.run([sys.executable, "-m", command, "--help"], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"usage: python -m {command}")
+
+
+def documented_hooks() -> dict[str, str]:
+    """flag -> dotted hook path, from the table under '## The hooks' of docs/host-flags.md."""
+    text = (DOCS / "host-flags.md").read_text(encoding="utf-8")
+    section = text[text.index("\n## The hooks\n") :]
+    section = section[: section.index("\n## ", 1)]
+    rows = re.findall(r"^\| `(--[a-z-]+)`[^|]*\| `(mem_agent\.[\w.]+)` \|", section, flags=re.MULTILINE)
+    return dict(rows)
+
+
+def test_the_hook_paths_the_docs_show_are_the_launch_scripts_and_resolve():
+    """The trainers load hooks by dotted path: a path the docs show must import, and every hook the
+    launch script passes must be the one the docs show for its flag."""
+    hooks = documented_hooks()
+    assert hooks, "no hook rows found under '## The hooks'"
+    for path in hooks.values():
+        module, _, name = path.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), name)), path
+    script = (PACKAGE / "run-qwen3-4b-train.sh").read_text(encoding="utf-8")
+    passed = dict(re.findall(r"^\s*(--custom-[a-z-]+-path) (mem_agent\.[\w.]+)", script, flags=re.MULTILINE))
+    assert passed and all(hooks.get(flag) == path for flag, path in passed.items()), passed
