@@ -182,3 +182,30 @@ def test_the_hook_paths_the_docs_show_are_the_launch_scripts_and_resolve():
     script = (PACKAGE / "run-qwen3-4b-train.sh").read_text(encoding="utf-8")
     passed = dict(re.findall(r"^\s*(--custom-[a-z-]+-path) (mem_agent\.[\w.]+)", script, flags=re.MULTILINE))
     assert passed and all(hooks.get(flag) == path for flag, path in passed.items()), passed
+
+
+def ragged_table_rows(text: str) -> list[str]:
+    """Table rows whose cell count differs from their header's: an unescaped `|` inside a cell
+    (a code span does not protect it) or a lost cell, either of which shifts the columns."""
+    ragged = []
+    header_cells = 0
+    for line in prose(text).splitlines():
+        if not line.startswith("|"):
+            header_cells = 0
+            continue
+        cells = len(re.split(r"(?<!\\)\|", line.strip())) - 2
+        if not header_cells:
+            header_cells = cells
+        elif cells != header_cells:
+            ragged.append(line)
+    return ragged
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda page: str(page.relative_to(PROJECT_ROOT)))
+def test_every_table_row_has_its_headers_number_of_cells(page: Path):
+    assert ragged_table_rows(page.read_text(encoding="utf-8")) == []
+
+
+def test_the_table_check_sees_a_pipe_inside_a_cell():
+    table = "| a | b |\n|---|---|\n| `x|y` | z |\n| `x\\|y` | z |\n"
+    assert ragged_table_rows(table) == ["| `x|y` | z |"]
