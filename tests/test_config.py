@@ -17,7 +17,7 @@ from mem_agent.settings.config import (
     settings_table_markdown,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
 
 
 def test_defaults_are_the_memagent_recipe():
@@ -95,9 +95,9 @@ def test_bad_values_from_code_are_rejected_too():
         MemAgentConfig(thinking=1)  # type: ignore[arg-type]
 
 
-def test_readme_settings_table_is_the_generated_one():
-    """The README documents exactly the settings the code reads, with the code's defaults."""
-    assert settings_table_markdown() in README.read_text()
+def test_the_settings_page_holds_the_generated_table():
+    """docs/settings.md documents exactly the settings the code reads, with the code's defaults."""
+    assert settings_table_markdown() in SETTINGS_PAGE.read_text()
 
 
 def test_config_problems_names_every_bad_value_not_just_the_first():
@@ -137,6 +137,6 @@ def test_config_problems_catches_a_variable_one_typo_from_a_setting():
         "MEM_SOMETHING_ELSE": "1",
     }
     assert config_problems(env) == [
-        "MEM_CHUNK_TOKEN is not a setting: did you mean MEM_CHUNK_TOKENS? (see the README's settings table)",
-        "MEM_MAX_MEMROY is not a setting: did you mean MEM_MAX_MEMORY? (see the README's settings table)",
+        "MEM_CHUNK_TOKEN is not a setting: did you mean MEM_CHUNK_TOKENS? (see docs/settings.md)",
+        "MEM_MAX_MEMROY is not a setting: did you mean MEM_MAX_MEMORY? (see docs/settings.md)",
     ]

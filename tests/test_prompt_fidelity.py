@@ -175,7 +175,7 @@ def test_a_default_system_prompt_is_sent_by_both_and_only_the_server_trims_the_m
 
 def test_braces_in_the_chat_template_stay_text_where_the_training_client_fails(tmp_path, fetched, document):
     """MemAgent's training client runs str.format over the rendered chat template; a default system
-    prompt with braces breaks it. Ours renders around markers and keeps the braces (README)."""
+    prompt with braces breaks it. Ours renders around markers and keeps the braces (docs/fidelity.md)."""
     tokenizer = _tokenizer_with_system_prompt(tmp_path, "Answer in {style}.")
     config = MemAgentConfig(prompts=fetched["memagent-template"], chunk_tokens=CHUNK, max_chunks=1000)
     sent = _run(tokenizer, config, document)[1]
@@ -186,8 +186,8 @@ def test_braces_in_the_chat_template_stay_text_where_the_training_client_fails(t
 
 @pytest.mark.parametrize("source", ["rememr1", "rememr1-eval"])
 def test_rememr1_prompts_show_the_recalled_memory_as_the_authors_do(tokenizer, fetched, source):
-    """Given the same memory and recalled texts (what becomes them is our ReMemR1 rule, see the
-    README), every prompt is the authors' rendering of their template, recall block included."""
+    """Given the same memory and recalled texts (what becomes them is our ReMemR1 rule, see
+    docs/rememr1.md), every prompt is the authors' rendering of their template, recall block included."""
     config = MemAgentConfig(mode="rememr1", prompts=fetched[f"{source}-template"], retriever="recall")
     agent = MemoryAgent(tokenizer, config)
     prompts, planner = agent.prompts, agent.new_planner(QUESTION)

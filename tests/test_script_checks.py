@@ -164,7 +164,7 @@ def test_run_eval_alone_finds_the_projects_virtual_environment(tmp_path):
     venv_python = _python_wrapper(tmp_path / "venv" / "bin" / "python")
     result = _script(RUN_EVAL, {"PYTHON": None, "VENV": str(tmp_path / "venv"), "DRY_RUN": "1"}, cwd=tmp_path)
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
-    (stack,) = _lines(result.stdout, "mem_agent.serving.local_stack")
+    (stack,) = _lines(result.stdout, "mem_agent.local_stack")
     assert stack[0] == str(venv_python) and stack[stack.index("--") + 1] == str(venv_python)
 
 
@@ -195,11 +195,11 @@ def test_run_eval_defaults_to_the_checkouts_own_virtual_environment(tmp_path, ch
     without = _script(script, env, cwd=tmp_path, bin_dirs=[_python_wrapper(tmp_path / "bin" / "python3").parent])
     assert without.returncode == 0, without.stderr
     assert "warning" not in without.stderr, "the python3 on PATH has every package"
-    assert _lines(without.stdout, "mem_agent.serving.local_stack")[0][0] == "python3"
+    assert _lines(without.stdout, "mem_agent.local_stack")[0][0] == "python3"
     _python_wrapper(default)
     result = _script(script, env, cwd=tmp_path)
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
-    (stack,) = _lines(result.stdout, "mem_agent.serving.local_stack")
+    (stack,) = _lines(result.stdout, "mem_agent.local_stack")
     assert stack[0] == str(default) and stack[stack.index("--") + 1] == str(default)
 
 

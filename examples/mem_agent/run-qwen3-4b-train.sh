@@ -25,7 +25,7 @@ Paths (relative paths are made absolute)
   TRAIN_DATA        JSONL from `python -m mem_agent.prepare_data` (default: ~/mem_agent_data/hotpotqa_train.jsonl)
   SAVE_PATH         checkpoints (iter_XXXXXXX), trajectories/ (metrics and records), Ray logs and the head's log
                     (default: ~/mem_agent_runs/qwen3-4b-memagent)
-Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
+Recipe (MemAgent's GRPO; the recipe table of docs/training.md gives each value's source)
   NUM_ROLLOUT=100  ROLLOUT_BATCH_SIZE=128 (prompts per rollout)  N_SAMPLES=16 (trajectories per prompt)
   UPDATES_PER_ROLLOUT=16  optimizer updates per rollout (MemAgent: 128 prompts in mini-batches of 8)
   GLOBAL_BATCH_SIZE trajectories per optimizer update (default: ROLLOUT_BATCH_SIZE x N_SAMPLES /
@@ -39,7 +39,7 @@ Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
   WEIGHT_DECAY=0.01  ADAM_BETA1=0.9  ADAM_BETA2=0.999 (AdamW; Megatron's adam decouples weight decay)
   KL_COEF=0.001 (low_var_kl)  EPS_CLIP=0.2  EPS_CLIP_HIGH=0.2  EPS_CLIP_C=3.0 (dual clip)  SAVE_INTERVAL=50
   TEMPERATURE=1.0   ROLLOUT_MAX_RESPONSE_LEN=1024 (the host's budget; each turn uses MEM_MAX_MEMORY / MEM_MAX_FINAL)
-  MEM_*             agent settings (chunk size, memory size, mode, ...; see the README's settings table),
+  MEM_*             agent settings (chunk size, memory size, mode, ...; see docs/settings.md),
                     validated here and sent to every worker only when set; Python owns their defaults
   MEM_TRAJECTORY_EVERY=1  MEM_TRAJECTORY_COUNT=8  trajectory records: every N rollouts, this many
                     trajectories (correct and wrong), under SAVE_PATH/trajectories/ (about 0.3 MB a

@@ -3,7 +3,7 @@
 Environment variables are the one channel that reaches a hook inside the trainer's Ray actors
 unchanged (slime and vime pass `--runtime-env-json` env vars to every worker), so they are the
 settings interface for training, evaluation and the CLIs alike. Python owns every default: the
-shell scripts forward only what the user set. The README's settings table is generated from
+shell scripts forward only what the user set. The settings table of docs/settings.md is generated from
 `SETTINGS` and a test keeps the two identical.
 """
 
@@ -71,7 +71,7 @@ class Setting:
     env: str
     field: str
     default: Any
-    kind: str  # how the value is parsed; shown in the README table
+    kind: str  # how the value is parsed; shown in the table of docs/settings.md
     doc: str
     # Whether an evaluated item's result (its answer, or how the answer is scored) can depend on the
     # value: the evaluator reuses earlier results only when these are unchanged. Timeouts, retries,
@@ -306,7 +306,7 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
         if name.startswith("MEM_") and name not in known and name not in OTHER_MEM_VARIABLES:
             close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
             if close:
-                problems.append(f"{name} is not a setting: did you mean {close[0]}? (see the README's settings table)")
+                problems.append(f"{name} is not a setting: did you mean {close[0]}? (see docs/settings.md)")
     return problems
 
 
@@ -391,7 +391,7 @@ def _check(setting: Setting, value: Any) -> None:
 
 
 def settings_table_markdown() -> str:
-    """The README's settings table, generated so documentation and code cannot drift apart."""
+    """The settings table of docs/settings.md, generated so documentation and code cannot drift apart."""
     rows = ["| variable | default | values | meaning |", "|---|---|---|---|"]
     for setting in SETTINGS:
         values = setting.kind.replace("|", r" \| ")  # a bare pipe would split the table cell
