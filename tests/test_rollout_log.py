@@ -10,13 +10,19 @@ a "hard" question is always wrong (its group has no reward contrast).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
 from mem_agent.host.clients import close_clients
 from mem_agent.observability.trajectory_records import read_records
-from support.hook_bench import bench_args, right_for_even_seeds, run_async, small_agent
+from support.fake_trainer import write_fake_trainer
+from support.hook_bench import SMALL_AGENT, bench_args, right_for_even_seeds, run_async, small_agent
 from support.host import observability
 from support.host.data_source import DataSource
 from support.host.eval_loop import eval_rollout_single_dataset
@@ -29,6 +35,7 @@ from support.trainer_rows import trainer_rows
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
 N = 4
+PROJECT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +210,33 @@ def test_a_real_step_records_each_memory_as_the_model_wrote_it(stack, synthetic_
     ours = _ours("rollout/step")
     assert ours["rollout/mem_agent/trajectories"] == 2 * SAMPLES_PER_PROMPT
     assert 0 <= ours["rollout/mem_agent/memory/cut_share"] <= 1 and ours["rollout/mem_agent/memory_tokens/p95"] > 0
+
+
+@pytest.mark.parametrize(("host", "protocol"), [("slime", "sglang"), ("vime", "vllm")])
+def test_the_preflight_runs_the_log_hook_through_the_checkouts_own_log_rollout_data(
+    tokenizer, tmp_path, host, protocol
+):
+    """check_host passes the launch script's hooks, the log hook included: the checkout's
+    `log_rollout_data` calls it, and with --save it writes the metrics line and the records."""
+    root = write_fake_trainer(tmp_path / host, host)
+    save = tmp_path / "save"
+    env = {**os.environ, **SMALL_AGENT}
+    env["PYTHONPATH"] = os.pathsep.join([str(PROJECT / "examples"), str(PROJECT / "tests"), env.get("PYTHONPATH", "")])
+    with scripted_engine(tokenizer, lambda prompt_text, seed: "Fromereham") as engine:
+        argv = [
+            "--trainer-root",
+            str(root),
+            "--url",
+            engine.url,
+            "--protocol",
+            protocol,
+            "--host-flag",
+            f"save={json.dumps(str(save))}",
+        ]
+        result = subprocess.run(
+            [sys.executable, "-m", "mem_agent.check_host", *argv], env=env, capture_output=True, text=True, timeout=300
+        )
+    assert result.returncode == 0 and result.stdout.startswith("PASS"), result.stdout + result.stderr
+    line = json.loads((save / "trajectories" / "metrics.jsonl").read_text())
+    assert line["kind"] == "rollout" and line["trajectories"] == 4 and line["turns/mean"] >= 2
+    assert len(list(read_records(save / "trajectories" / "rollout_000000.jsonl"))) == 4
