@@ -84,3 +84,24 @@ def test_a_resumed_run_keeps_one_record_per_item_and_drops_those_of_redone_items
     assert len(list(read_records(records_path))) == 3
     assert _evaluate(server, data_root, tmp_path, "--save-trajectories", "--force") == 0
     assert len(list(read_records(records_path))) == 3, "--force starts the records afresh too"
+
+
+@pytest.mark.server
+def test_against_the_real_model_each_record_holds_the_memories_its_answer_came_from(stack, make_eval_files, tmp_path):
+    """The tiny model's own memories: one per chunk, each within MEM_MAX_MEMORY, cut exactly when the
+    limit ended it, and the final turn's text is the answer the result scored."""
+    data_root = make_eval_files(10, questions=2)
+    argv = ["--data-root", str(data_root), "--lengths", "10", "--output-dir", str(tmp_path), "--no-plot"]
+    argv += ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path)]
+    argv += ["--chunk-tokens", "512", "--max-memory", "24", "--max-final", "16", "--save-trajectories"]
+    assert eval_ruler_hqa.main(argv) == 0
+    results = {r["id"]: r for r in read_results(tmp_path / "results_10.jsonl")}
+    records = list(read_records(tmp_path / "trajectories_10.jsonl"))
+    assert sorted(r.item_id for r in records) == sorted(results)
+    for record in records:
+        memories = [turn for turn in record.turns if turn.kind == "memory"]
+        assert len(memories) == results[record.item_id]["num_chunks"] and record.turns[-1].kind == "final"
+        assert all(turn.memory_tokens <= 24 and turn.response_tokens <= 24 for turn in memories)
+        assert all(turn.cut == (turn.response_tokens == 24 and turn.finish_reason == "length") for turn in memories)
+        assert record.turns[-1].text.strip() == record.answer.strip() == results[record.item_id]["answer"].strip()
+        assert record.turns[-1].memory_tokens == memories[-1].memory_tokens, "the final turn read the last memory"
