@@ -240,3 +240,19 @@ def test_the_preflight_runs_the_log_hook_through_the_checkouts_own_log_rollout_d
     line = json.loads((save / "trajectories" / "metrics.jsonl").read_text())
     assert line["kind"] == "rollout" and line["trajectories"] == 4 and line["turns/mean"] >= 2
     assert len(list(read_records(save / "trajectories" / "rollout_000000.jsonl"))) == 4
+
+
+def test_with_thinking_the_records_keep_the_memory_not_the_thinking(tokenizer, rows, tmp_path):
+    """A memory that is not the response verbatim (here: the part after </think>) is decoded in
+    generate and carried in the row; the records keep it, not the raw response."""
+    with (
+        small_agent(MEM_THINKING="1"),
+        scripted_engine(tokenizer, lambda text, seed: "<think>plan</think>kept") as engine,
+    ):
+        args = bench_args(engine.url, n=N, rollout_batch_size=1, global_batch_size=N, save=str(tmp_path))
+        result = run_step(args, DataSource(rows[:1], N), closers=(close_clients,))
+    memory_rows = [s for s in result.samples if s.metadata["mem_agent"]["turn"] == "memory"]
+    assert memory_rows and all(s.metadata["mem_agent"]["memory_text"] == "kept}" for s in memory_rows)
+    assert all("plan" in s.response for s in memory_rows), "the row's response still holds the thinking"
+    records = list(read_records(tmp_path / "trajectories" / "rollout_000000.jsonl"))
+    assert {t.text for r in records for t in r.turns if t.kind == "memory"} == {"kept}"}

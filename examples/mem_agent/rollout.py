@@ -163,7 +163,7 @@ class _SampleBuilder:
             **self.trajectory_facts,
         }
 
-    def _turn_facts(self, turn: Turn) -> dict[str, Any]:
+    def _turn_facts(self, turn: Turn, with_text: bool = True) -> dict[str, Any]:
         """What the metrics and the trajectory records read of one turn (observability/metrics.py)."""
         facts: dict[str, Any] = {key: value for key, value in turn.extras.items() if _is_plain(value)}
         facts["memory_tokens"] = len(turn.memory_ids)
@@ -172,7 +172,12 @@ class _SampleBuilder:
             facts["state_reward"] = self.state_rewards[turn.step]
         if isinstance(facts.get("recalled"), str) and facts["recalled"]:
             facts["recall_hit"] = recall_hit(facts["recalled"], self.truths)
-        if turn.kind is TurnKind.MEMORY and "memory_text" not in facts and not self._memory_is_response(turn):
+        if (
+            with_text
+            and turn.kind is TurnKind.MEMORY
+            and "memory_text" not in facts
+            and not self._memory_is_response(turn)
+        ):
             # The row's `response` already holds the memory's text when the memory is the response
             # (MemAgent, no thinking): only a memory that differs from it is decoded and carried.
             facts["memory_text"] = self.tokenizer.decode(turn.memory_ids.tolist(), skip_special_tokens=True)
@@ -228,7 +233,7 @@ class _SampleBuilder:
         return row
 
     def _turn_summary(self, turn: Turn) -> dict[str, Any]:
-        facts = self._turn_facts(turn)
+        facts = self._turn_facts(turn, with_text=False)  # counts only: the eval metrics read no text
         summary = {"turn": turn.kind.value, "step": turn.step, "finish_reason": turn.finish_reason.value}
         summary |= {key: facts[key] for key in _SUMMARY_KEYS if key in facts}
         summary["recall_asked"] = bool(facts.get("recall_query"))
