@@ -42,7 +42,7 @@ Recipe (MemAgent's GRPO; the recipe table of docs/training.md gives each value's
   MEM_*             agent settings (chunk size, memory size, mode, ...; see docs/settings.md),
                     validated here and sent to every worker only when set; Python owns their defaults
   MEM_TRAJECTORY_EVERY=1  MEM_TRAJECTORY_COUNT=8  trajectory records: every N rollouts, this many
-                    trajectories (correct and wrong), under SAVE_PATH/trajectories/ (about 0.3 MB a
+                    trajectories (correct and wrong), under SAVE_PATH/trajectories/ (at most ~0.4 MB a
                     rollout for 8-chunk documents); 0 = none. `python -m mem_agent.train_summary SAVE_PATH` plots the run
 Evaluation during training (off unless EVAL_DATA is set)
   EVAL_DATA         JSONL from mem_agent.prepare_data    EVAL_INTERVAL=20
