@@ -1,0 +1,119 @@
+"""The viewer: one offline HTML page per run, showing each memory with what changed since the one
+before, the answer against the gold, and training curves; checked in a real headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from mem_agent import view
+from mem_agent.observability.run_folders import load_run
+from mem_agent.observability.viewer import rollout_curves
+from mem_agent.observability.word_diff import diff_html, words
+from support.browser import MemoryText, render
+from support.trajectory_runs import evaluation_run, memories_for, training_run
+
+DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "viewer.png"
+
+
+def _visible(fragment: str) -> str:
+    """What a diff fragment reads as with changes unmarked: deleted words gone, tags gone, entities decoded."""
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<del>.*?</del>", "", fragment, flags=re.S)))
+
+
+def test_words_put_back_together_give_the_text():
+    text = "  two  spaces\nand a\ttab  "
+    assert "".join(words(text)) == text
+
+
+def test_a_diff_reads_as_the_new_memory_and_counts_the_words_changed():
+    """Unmarking a diff leaves the new memory exactly; the markup escapes the model's own '<', '&'."""
+    old, new = "the river is long. <b>", "the river is wide. <b> & more"
+    fragment, counts = diff_html(old, new)
+    assert _visible(fragment) == new
+    assert "<del>long. </del>" in fragment and "<ins>wide. </ins>" in fragment
+    assert "&lt;b&gt;" in fragment and "<b>" not in fragment.replace("<del>", "").replace("<ins>", "")
+    assert (counts.added, counts.removed) == (3, 1)
+
+
+def test_rollout_curves_are_the_means_of_each_rollouts_records(tokenizer, tmp_path):
+    run = load_run(training_run(tokenizer, tmp_path / "train", rollouts=3, per_rollout=4))
+    curves = rollout_curves(run.records)
+    assert curves["accuracy (strict)"] == ([0.0, 1.0, 2.0], [0.25, 0.5, 0.75])
+    assert curves["reward (mean)"][1] == [0.25, 0.5, 0.75]
+    assert curves["turns per trajectory"][1] == [3.0, 4.0, 5.0]  # chunks + the final turn
+    assert curves["memory turns cut (share)"][1] == [1 / 2, 1 / 3, 1 / 4]  # the last memory of each is cut
+
+
+def test_an_evaluation_without_trajectories_shows_answers_and_says_how_to_see_memories(tokenizer, tmp_path, capsys):
+    run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 2}, trajectories=False)
+    out = tmp_path / "page.html"
+    assert view.main([str(run_dir), "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "run with --save-trajectories to see memories" in page
+    assert page.count('<details class="item"') == 3 and "no turn records for this question" in page
+    assert "Accuracy by length" in page and "<td>66.7</td>" in page
+
+
+def test_a_large_run_is_capped_and_the_page_says_so(tokenizer, tmp_path):
+    run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 9, "100": 9}, questions=4)
+    out = tmp_path / "page.html"
+    assert view.main([str(run_dir), "-o", str(out), "--max-items", "3", "--max-turns", "4"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert page.count('<details class="item"') == 3
+    assert "showing 3 of 8 questions (--max-items 3)" in page
+    assert "5 memory turns not shown (--max-turns 4)" in page
+    assert re.findall(r'class="group">(\w+)', page) == ["50", "50", "100"]  # both lengths represented
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["nowhere"], "nowhere does not exist"),
+        (["{tmp}"], "is not a run: expected a trajectory .jsonl file"),
+        (["{tmp}", "--max-items", "0"], "--max-items 0 must be a positive integer"),
+        (["{tmp}/bad.jsonl"], "bad.jsonl:1: schema None is not"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
+    (tmp_path / "bad.jsonl").write_text('{"question": "q"}\n')
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    assert view.main([*argv, "-o", str(tmp_path / "out.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_the_page_works_offline_in_chromium_and_shows_every_memory(tokenizer, tmp_path):
+    """In a real browser: the script runs to its end with no console message, every memory of every
+    question reads exactly as written once deleted words are hidden, and the page loads nothing."""
+    run_dir = training_run(tokenizer, tmp_path / "train", rollouts=3, per_rollout=4)
+    page = tmp_path / "train.html"
+    assert view.main([str(run_dir), "-o", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"\b(src|href)=|@import|url\(", text)  # nothing fetched: works offline
+
+    screenshot = tmp_path / "viewer.png"
+    rendered = render(page, tmp_path / "profile", screenshot=screenshot)
+    assert rendered.console == []
+    parsed = MemoryText()
+    parsed.feed(rendered.dom)
+    assert parsed.body_attrs.get("data-ready") == "1"  # the script reached its last line
+    # Latest rollout first; within a rollout, questions in order; each has chunks = 2 + rollout.
+    expected = [m for rollout in (2, 1, 0) for index in range(4) for m in memories_for(index, 2 + rollout)]
+    assert parsed.memories == expected
+    assert re.search(r'<span id="shown">12</span>', rendered.dom)
+
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", screenshot.read_bytes()[16:24])
+    assert (width, height) == (1100, 900)
+
+
+def test_the_docs_screenshot_is_a_small_png():
+    """docs/images/viewer.png is what the docs show of the page: present, a PNG, under 300 KB."""
+    data = DOCS_SCREENSHOT.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < 300_000
