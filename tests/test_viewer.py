@@ -14,9 +14,11 @@ from mem_agent.observability.run_folders import load_run
 from mem_agent.observability.viewer import rollout_curves
 from mem_agent.observability.word_diff import diff_html, words
 from support.browser import MemoryText, render
+from support.scripts import PROJECT_ROOT, run_script, write_executable
 from support.trajectory_runs import evaluation_run, memories_for, training_run
 
-DOCS_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "images" / "viewer.png"
+DOCS_SCREENSHOT = PROJECT_ROOT / "docs" / "images" / "viewer.png"
+BOOTSTRAP = PROJECT_ROOT / "scripts" / "bootstrap.sh"
 
 
 def _visible(fragment: str) -> str:
@@ -117,3 +119,41 @@ def test_the_docs_screenshot_is_a_small_png():
     """docs/images/viewer.png is what the docs show of the page: present, a PNG, under 300 KB."""
     data = DOCS_SCREENSHOT.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) < 300_000
+
+
+def _id_reporting(uid: int, folder: Path) -> Path:
+    """A folder with an `id` that reports `uid`, so both branches run whoever runs the suite."""
+    write_executable(folder / "id", f"#!/usr/bin/env bash\necho {uid}\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("uid", "extras", "expected"),
+    [
+        (0, "cpu,eval,test", "install"),  # root, as CI runs: apt-get installs it
+        (1000, "cpu,eval,test", "stop"),  # anyone else: one line naming the command, nothing done
+        (1000, "cpu,eval", "nothing"),  # no test extra: no browser needed
+    ],
+)
+def test_bootstrap_installs_chromium_as_root_and_otherwise_names_the_command(tmp_path, uid, extras, expected):
+    env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "EXTRAS": extras, "CHROMIUM": "no-such-browser"}
+    result = run_script(BOOTSTRAP, env, bin_dirs=[_id_reporting(uid, tmp_path / "bin")], timeout=60)
+    apt = [line.strip() for line in result.stdout.splitlines() if "apt-get" in line]
+    if expected == "install":
+        assert result.returncode == 0
+        assert apt == ["apt-get update", "env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium"]
+    elif expected == "stop":
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == (
+            "error: no-such-browser not found; the tests need Chromium:"
+            " sudo apt-get update && sudo apt-get install -y chromium\n"
+        )
+    else:
+        assert result.returncode == 0 and apt == []
+
+
+def test_bootstrap_leaves_an_installed_chromium_alone(tmp_path):
+    browser = write_executable(tmp_path / "bin" / "my-chromium", "#!/usr/bin/env bash\nexit 0\n")
+    env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "CHROMIUM": str(browser)}
+    result = run_script(BOOTSTRAP, env, bin_dirs=[_id_reporting(0, tmp_path / "ids")], timeout=60)
+    assert result.returncode == 0 and "apt-get" not in result.stdout
