@@ -5,6 +5,7 @@ as training and the evaluator do. The texts are chosen so a test knows what each
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -75,16 +76,24 @@ def training_run(tokenizer, folder: Path, rollouts: int = 3, per_rollout: int = 
 
 
 def evaluation_run(
-    tokenizer, folder: Path, lengths: dict[str, int], *, questions: int = 3, trajectories: bool = True
+    tokenizer,
+    folder: Path,
+    lengths: dict[str, int],
+    *,
+    questions: int = 3,
+    trajectories: bool = True,
+    right: Callable[[int], bool] = lambda i: i % 2 == 0,
+    facts: dict | None = None,
 ) -> Path:
     """An evaluator's folder: results_<N>.jsonl, trajectories_<N>.jsonl and summary.json, with
-    question i right when i is even; `lengths` maps a label to its chunks per question."""
+    question i right where `right(i)` (default: i even); `lengths` maps a label to its chunks per
+    question; `facts` are summary.json's run facts (default: the mode only)."""
     folder.mkdir(parents=True, exist_ok=True)
     results = []
     for label, chunks in lengths.items():
         records = [
             record_for(
-                tokenizer, i, chunks, right=i % 2 == 0, source="eval", mode="memagent", eval_set=f"eval_{label}.json"
+                tokenizer, i, chunks, right=right(i), source="eval", mode="memagent", eval_set=f"eval_{label}.json"
             )
             for i in range(questions)
         ]
@@ -111,6 +120,6 @@ def evaluation_run(
             }
         )
     (folder / "summary.json").write_text(
-        json.dumps({"results": results, "run": {"mode": "memagent"}, "earlier_runs": []})
+        json.dumps({"results": results, "run": facts or {"mode": "memagent"}, "earlier_runs": []})
     )
     return folder
