@@ -51,8 +51,8 @@ def test_the_command_prints_both_tables_and_writes_the_plot(tokenizer, tmp_path,
     out = tmp_path / "cmp"
     assert compare.main([str(a), str(b), "--output-dir", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "memagent: memagent sub_em" in printed and "direct: direct sub_em" in printed
-    assert "memagent: memagent - direct: direct |  all |        16 |             +75.0 |" in printed
+    assert "| memagent sub_em |" in printed and "| direct sub_em" in printed
+    assert "memagent - direct |  all |        16 |             +75.0 |" in printed
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     numbers = json.loads((out / "compare.json").read_text())
     assert [p["length"] for p in numbers["pairs"]] == ["50", "100", "all"]
@@ -120,4 +120,4 @@ def test_the_memory_agent_and_the_baseline_of_one_evaluator_compare_end_to_end(
     capsys.readouterr()
     assert compare.main([str(runs["memagent"]), str(runs["direct"]), "--output-dir", str(tmp_path / "cmp")]) == 0
     printed = capsys.readouterr().out
-    assert "note:" not in printed and "memagent: memagent - direct: direct |  all |         6 |" in printed
+    assert "note:" not in printed and "memagent - direct |  all |         6 |" in printed

@@ -61,7 +61,9 @@ def load_eval_run(path: Path, name: str | None = None) -> EvalRun:
         lines = read_results(results_path) if results_path.is_file() else []
         items[label] = {str(line["id"]): line for line in lines}
     mode = str(facts.get("mode") or (facts.get("config") or {}).get("mode") or "memagent")
-    return EvalRun(Path(path), name or f"{mode}: {Path(path).name}", mode, facts, lengths, items)
+    folder = Path(path).resolve().name
+    default = mode if folder == mode else f"{mode}: {folder}"
+    return EvalRun(Path(path), name or default, mode, facts, lengths, items)
 
 
 def comparison_problems(runs: Sequence[EvalRun]) -> list[str]:
@@ -193,7 +195,7 @@ def plot_runs(runs: Sequence[EvalRun], metric: str, path: Path) -> None:
     axes.set_xscale("log")
     axes.set_xticks(list(ticks), [f"{_tokens(x)}\n{label}" for x, label in ticks.items()], fontsize=8)
     axes.minorticks_off()
-    axes.set_ylim(0, 100)
+    axes.set_ylim(-3, 103)  # a run at 0 or 100 stays visible off the frame
     axes.set_xlabel("context length (tokens, log scale)")
     axes.set_ylabel(f"{metric} x 100")
     axes.set_title("Accuracy vs context length")
