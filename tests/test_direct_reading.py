@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mem_agent import eval_ruler_hqa
+from mem_agent import compare, eval_ruler_hqa
 from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.evaluation.files import file_sha256
 from mem_agent.settings.config import MemAgentConfig
@@ -151,3 +151,27 @@ def test_direct_mode_usage_mistakes_are_one_line_errors(tokenizer, tmp_path, cap
     status, requests = _run(tokenizer, tmp_path, *[arg.replace("{file}", template) for arg in extra])
     err = capsys.readouterr().err
     assert status == 2 and requests == [] and message in err and err.count("\n") == 1
+
+
+@pytest.mark.server
+def test_on_the_tiny_model_the_baseline_reads_the_models_own_window_and_lands_beside_the_agent(
+    stack, make_eval_files, tmp_path, capsys
+):
+    """On the real stack: --mode direct with no window reads max_position_embeddings from the model
+    folder, every question completes in one request, and compare pairs it with the memory agent."""
+    data = make_eval_files(10, 30, questions=2)
+    argv = ["--data-root", str(data), "--lengths", "10", "30", "--url", stack.router_url, "--protocol", "vllm"]
+    argv += ["--tokenizer", str(stack.model_path), "--max-final", "16", "--max-memory", "24", "--chunk-tokens", "512"]
+    window = json.loads((stack.model_path / "config.json").read_text())["max_position_embeddings"]
+    assert eval_ruler_hqa.main([*argv, "--output-dir", str(tmp_path / "direct"), "--mode", "direct"]) == 0
+    assert eval_ruler_hqa.main([*argv, "--output-dir", str(tmp_path / "memagent")]) == 0
+    summary = json.loads((tmp_path / "direct" / "summary.json").read_text())
+    assert summary["run"]["direct"] == {"context_window": window} and summary["run"]["requests"] == 4
+    for label in ("10", "30"):
+        lines = [json.loads(line) for line in (tmp_path / "direct" / f"results_{label}.jsonl").read_text().splitlines()]
+        assert all(r["status"] == "completed" and r["dropped_tokens"] == 0 and r["generated_tokens"] > 0 for r in lines)
+    capsys.readouterr()
+    assert (
+        compare.main([str(tmp_path / "memagent"), str(tmp_path / "direct"), "--output-dir", str(tmp_path / "c")]) == 0
+    )
+    assert "memagent - direct |  all |         4 |" in capsys.readouterr().out
