@@ -115,6 +115,26 @@ def test_the_page_works_offline_in_chromium_and_shows_every_memory(tokenizer, tm
     assert (width, height) == (1100, 900)
 
 
+def test_a_link_opens_the_page_filtered_in_chromium(tokenizer, tmp_path):
+    """The page's own filter, run by the browser: #outcome=wrong hides every right answer, and a
+    text filter narrows to the questions that contain it."""
+    run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 2, "100": 3}, questions=4)
+    page = tmp_path / "eval.html"
+    assert view.main([str(run_dir), "-o", str(page)]) == 0
+    wrong = render(page, tmp_path / "profile", fragment="outcome=wrong")
+    assert wrong.console == []
+    assert _shown(wrong.dom) == [("wrong", "1"), ("wrong", "3"), ("wrong", "1"), ("wrong", "3")]
+    assert '<span id="shown">4</span>' in wrong.dom
+    one = render(page, tmp_path / "profile", fragment="filter=question%203")
+    assert _shown(one.dom) == [("wrong", "3"), ("wrong", "3")]
+
+
+def _shown(dom: str) -> list[tuple[str, str]]:
+    """(outcome, item id) of each question the page left visible, in page order."""
+    items = re.findall(r'(<details class="item"[^>]*>).*?#(\d+)</span>', dom, flags=re.S)
+    return [(re.search(r'data-outcome="(\w+)"', tag).group(1), item) for tag, item in items if 'hidden=""' not in tag]
+
+
 def test_the_docs_screenshot_is_a_small_png():
     """docs/images/viewer.png is what the docs show of the page: present, a PNG, under 300 KB."""
     data = DOCS_SCREENSHOT.read_bytes()

@@ -35,8 +35,10 @@ class Rendered:
     console: list[str]  # every console message and uncaught error the page produced
 
 
-def render(page: Path, profile: Path, *, screenshot: Path | None = None, size: str = "1100,900") -> Rendered:
-    """Load `page` from disk with no network, as a person opening the file would."""
+def render(
+    page: Path, profile: Path, *, screenshot: Path | None = None, size: str = "1100,900", fragment: str = ""
+) -> Rendered:
+    """Load `page` from disk with no network, as a person opening the file would (`fragment`: after #)."""
     base = [
         chromium(),
         "--headless",
@@ -49,7 +51,7 @@ def render(page: Path, profile: Path, *, screenshot: Path | None = None, size: s
         "--hide-scrollbars",
         f"--window-size={size}",
     ]
-    url = page.resolve().as_uri()
+    url = page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
     dump = subprocess.run([*base, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=False)
     assert dump.returncode == 0, dump.stderr[-2000:]
     console = [line for line in dump.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]

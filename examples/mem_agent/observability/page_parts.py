@@ -68,6 +68,10 @@ SCRIPT = """
   document.getElementById("changes").addEventListener("change", function (event) {
     document.body.classList.toggle("plain", !event.target.checked);
   });
+  // A link can carry a view: page.html#filter=paris&outcome=wrong opens filtered.
+  var wanted = new URLSearchParams(window.location.hash.slice(1));
+  if (wanted.has("filter")) { filter.value = wanted.get("filter"); }
+  if (wanted.has("outcome")) { outcome.value = wanted.get("outcome"); }
   apply();
   document.body.setAttribute("data-ready", "1");
 })();
