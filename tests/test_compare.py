@@ -83,10 +83,15 @@ def test_runs_over_other_data_or_rules_are_refused_unless_forced(tokenizer, tmp_
         (["{a}"], "give two or more runs to compare"),
         (["{a}", "{tmp}"], "is not an evaluation run: no summary.json"),
         (["{a}", "{a}", "--labels", "x"], "--labels names 1 runs but 2 were given"),
+        (["{a}", "{broken}"], "broken: length 100 cannot be read (JSONDecodeError"),
     ],
 )
 def test_usage_mistakes_are_one_line_errors(tokenizer, tmp_path, capsys, argv, message):
     a = _run(tokenizer, tmp_path / "a", lambda i: True)
+    broken = _run(tokenizer, tmp_path / "broken", lambda i: True)
+    with (broken / "results_100.jsonl").open("a") as handle:
+        handle.write("{not json\n")
+    argv = [arg.replace("{broken}", str(broken)) for arg in argv]
     argv = [arg.replace("{a}", str(a)).replace("{tmp}", str(tmp_path)) for arg in argv]
     assert compare.main([*argv, "--output-dir", str(tmp_path / "cmp")]) == 2
     err = capsys.readouterr().err

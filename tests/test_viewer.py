@@ -80,10 +80,13 @@ def test_a_large_run_is_capped_and_the_page_says_so(tokenizer, tmp_path):
         (["{tmp}"], "is not a run: expected a trajectory .jsonl file"),
         (["{tmp}", "--max-items", "0"], "--max-items 0 must be a positive integer"),
         (["{tmp}/bad.jsonl"], "bad.jsonl:1: schema None is not"),
+        (["{tmp}/eval"], "results_50.jsonl is not an evaluator's results file (KeyError"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "bad.jsonl").write_text('{"question": "q"}\n')
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "results_50.jsonl").write_text('{"question": "no id"}\n')
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     assert view.main([*argv, "-o", str(tmp_path / "out.html")]) == 2
     err = capsys.readouterr().err

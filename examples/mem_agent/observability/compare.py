@@ -53,13 +53,20 @@ def load_eval_run(path: Path, name: str | None = None) -> EvalRun:
         raise UsageError(f"{path} is not an evaluation run: no {SUMMARY_NAME}") from None
     except (OSError, ValueError) as error:
         raise UsageError(f"{summary_path} cannot be read: {error}") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{summary_path} is not an evaluator's summary (expected an object)")
     facts = document.get("run") or {}
     lengths = {str(r["label"]): r for r in document.get("results", []) if isinstance(r, dict) and "label" in r}
     items = {}
-    for label in lengths:
+    for label, result in lengths.items():
         results_path = Path(path) / f"results_{label}.jsonl"
-        lines = read_results(results_path) if results_path.is_file() else []
-        items[label] = {str(line["id"]): line for line in lines}
+        try:
+            for key in ("mean_context_tokens", *METRICS):  # what the tables and the plot read
+                float(result[key])
+            lines = read_results(results_path) if results_path.is_file() else []
+            items[label] = {str(line["id"]): line for line in lines}
+        except (ValueError, KeyError, TypeError) as error:
+            raise UsageError(f"{path}: length {label} cannot be read ({type(error).__name__}: {error})") from None
     mode = str(facts.get("mode") or (facts.get("config") or {}).get("mode") or "memagent")
     folder = Path(path).resolve().name
     default = mode if folder == mode else f"{mode}: {folder}"

@@ -97,8 +97,13 @@ def _evaluation(path: Path) -> RunView:
             notes.append(
                 f"{results_path.name}: no {trajectories_path.name} (run with --save-trajectories to see memories)"
             )
-        latest = {str(result["id"]): result for result in read_results(results_path)}  # a redone item: its last line
-        groups[label] = [turns.get(item_id) or _record_of_result(result, label) for item_id, result in latest.items()]
+        try:
+            latest = {str(result["id"]): result for result in read_results(results_path)}  # a redone item: its last
+            groups[label] = [turns.get(i) or _record_of_result(result, label) for i, result in latest.items()]
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise UsageError(
+                f"{results_path} is not an evaluator's results file ({type(error).__name__}: {error})"
+            ) from None
     records = [record for group in groups.values() for record in group]
     return RunView("evaluation", path, records, groups, summary, notes)
 
