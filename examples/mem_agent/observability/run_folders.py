@@ -88,9 +88,11 @@ def _evaluation(path: Path) -> RunView:
             raise UsageError(f"{path / SUMMARY_NAME} is not JSON: {error}") from None
     groups: dict[str, list[TrajectoryRecord]] = {}
     notes = []
-    files = sorted(path.glob("results_*.jsonl"), key=lambda p: _length_key(_RESULTS.fullmatch(p.name)))
-    for results_path in files:
-        label = _RESULTS.fullmatch(results_path.name).group(1)  # type: ignore[union-attr]
+    labels = sorted(
+        (m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))), key=_natural_key
+    )
+    for label in labels:
+        results_path = path / f"results_{label}.jsonl"
         trajectories_path = path / f"trajectories_{label}.jsonl"
         turns = {r.item_id: r for r in _read(trajectories_path)} if trajectories_path.is_file() else {}
         if not turns:
@@ -98,8 +100,11 @@ def _evaluation(path: Path) -> RunView:
                 f"{results_path.name}: no {trajectories_path.name} (run with --save-trajectories to see memories)"
             )
         try:
-            latest = {str(result["id"]): result for result in read_results(results_path)}  # a redone item: its last
-            groups[label] = [turns.get(i) or _record_of_result(result, label) for i, result in latest.items()]
+            latest = {
+                str(result["id"]): result for result in read_results(results_path)
+            }  # a redone item: its last line
+            ordered = sorted(latest.items(), key=lambda pair: _natural_key(pair[0]))  # item order, not finishing order
+            groups[label] = [turns.get(i) or _record_of_result(result, label) for i, result in ordered]
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise UsageError(
                 f"{results_path} is not an evaluator's results file ({type(error).__name__}: {error})"
@@ -108,8 +113,8 @@ def _evaluation(path: Path) -> RunView:
     return RunView("evaluation", path, records, groups, summary, notes)
 
 
-def _length_key(match: re.Match[str] | None) -> tuple[int, str]:
-    label = match.group(1) if match else ""
+def _natural_key(label: str) -> tuple[int, str]:
+    """Numbers in numeric order, then other names: "50" < "100" < "custom"."""
     return (int(label), "") if label.isdigit() else (1 << 62, label)
 
 
