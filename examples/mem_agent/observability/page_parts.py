@@ -156,6 +156,8 @@ def _turns(record: TrajectoryRecord, max_turns: int) -> str:
 def _memory_turn(turn: TurnRecord, previous: str) -> str:
     body, counts = diff_html(previous, turn.text)
     flags = " · cut by the token limit" if turn.cut else ""
+    if turn.state_reward is not None:
+        flags += f" · state reward {turn.state_reward:+.3f}"
     recall = ""
     if turn.recall_query:
         recall = f'<div class="turn-head">recall query: {esc(turn.recall_query)}</div>'
