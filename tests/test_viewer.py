@@ -11,6 +11,7 @@ import pytest
 
 from mem_agent import view
 from mem_agent.observability.run_folders import load_run
+from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord, append_records
 from mem_agent.observability.viewer import rollout_curves
 from mem_agent.observability.word_diff import diff_html, words
 from support.browser import MemoryText, render
@@ -180,3 +181,24 @@ def test_bootstrap_leaves_an_installed_chromium_alone(tmp_path):
     env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "CHROMIUM": str(browser)}
     result = run_script(BOOTSTRAP, env, bin_dirs=[_id_reporting(0, tmp_path / "ids")], timeout=60)
     assert result.returncode == 0 and "apt-get" not in result.stdout
+
+
+def test_text_that_looks_like_markup_is_shown_never_run(tmp_path):
+    """Questions, answers, memories and recall queries are model or user text: every one is escaped,
+    so the page's only script is its own and no attribute can be broken out of."""
+    evil = '<script>alert(1)</script>" onmouseover="x'
+    turns = [
+        TurnRecord("memory", 0, evil, False, "stop", 5, 5, 5, recall_query=evil, recalled=evil, state_reward=0.5),
+        TurnRecord("final", 1, evil, False, "stop", 5, 5, 5),
+    ]
+    record = TrajectoryRecord(
+        source="eval", item_id=evil, question=evil, ground_truths=[evil], mode="rememr1", status="completed",
+        answer=evil, scores={"sub_em": 0.0}, has_box=False, context_tokens=10, dropped_tokens=0, turns=turns,
+    )  # fmt: skip
+    path = tmp_path / "r.jsonl"
+    append_records(path, [record])
+    assert view.main([str(path), "-o", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.count("<script>") == 1 and "onmouseover=" not in page.replace("onmouseover=&quot;", "")
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8  # every place it is shown
+    assert "state reward +0.500" in page
