@@ -137,6 +137,14 @@ def _template_file(path: Path) -> Path:
     return path
 
 
+def test_the_check_flag_refuses_a_template_file_with_direct_mode_before_a_server_starts(tmp_path, capsys):
+    template = str(_template_file(tmp_path / "prompts.toml"))
+    argv = ["--check", "--mode", "direct", "--prompts", template, "--output-dir", str(tmp_path / "out")]
+    assert eval_ruler_hqa.main(argv) == 2
+    assert "--mode direct reads with its own prompt" in capsys.readouterr().err
+    assert eval_ruler_hqa.main(["--check", "--mode", "direct", "--output-dir", str(tmp_path / "out")]) == 0
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

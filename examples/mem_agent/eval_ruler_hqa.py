@@ -61,6 +61,7 @@ from mem_agent.inference.agent_flags import (
     add_server_flags,
     build_agent,
     build_direct_reader,
+    check_direct_settings,
     client_settings,
     config_from_args,
     model_window,
@@ -306,6 +307,8 @@ def _config_and_mode(args: argparse.Namespace) -> tuple[MemAgentConfig, str]:
     settings it shares (MEM_MAX_FINAL, the scoring rules) and has no memory, so no ReMemR1 recall."""
     config = config_from_args(args)
     mode = args.mode or config.mode.value
+    if mode == DIRECT_MODE:
+        check_direct_settings(config)
     wanted = AgentMode.MEMAGENT if mode == DIRECT_MODE else AgentMode(mode)
     return (config if config.mode is wanted else replace(config, mode=wanted)), mode
 

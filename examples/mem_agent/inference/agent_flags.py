@@ -110,13 +110,18 @@ def model_window(tokenizer_path: str) -> int | None:
     return window if isinstance(window, int) and window > 0 else None
 
 
-def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int | None) -> DirectReader:
-    """The long-context baseline for a model folder; `window` None reads the model's own."""
+def check_direct_settings(config: MemAgentConfig) -> None:
+    """What --mode direct cannot honour, refused before anything starts (the evaluator's --check too)."""
     if config.prompts:
         raise UsageError(
             f"--mode direct reads with its own prompt; MEM_PROMPTS / --prompts {config.prompts} holds"
             " memory-agent prompts: unset it for this run"
         )
+
+
+def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int | None) -> DirectReader:
+    """The long-context baseline for a model folder; `window` None reads the model's own."""
+    check_direct_settings(config)
     if window is None:
         window = model_window(tokenizer_path)
         if window is None:
