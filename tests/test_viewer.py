@@ -19,7 +19,7 @@ from support.scripts import PROJECT_ROOT, run_script, write_executable
 from support.trajectory_runs import evaluation_run, memories_for, training_run
 
 DOCS_SCREENSHOT = PROJECT_ROOT / "docs" / "images" / "viewer.png"
-BOOTSTRAP = PROJECT_ROOT / "scripts" / "bootstrap.sh"
+TEST_SH = PROJECT_ROOT / "scripts" / "test.sh"
 
 
 def _visible(fragment: str) -> str:
@@ -151,36 +151,36 @@ def _id_reporting(uid: int, folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.parametrize(
-    ("uid", "extras", "expected"),
-    [
-        (0, "cpu,eval,test", "install"),  # root, as CI runs: apt-get installs it
-        (1000, "cpu,eval,test", "stop"),  # anyone else: one line naming the command, nothing done
-        (1000, "cpu,eval", "nothing"),  # no test extra: no browser needed
-    ],
-)
-def test_bootstrap_installs_chromium_as_root_and_otherwise_names_the_command(tmp_path, uid, extras, expected):
-    env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "EXTRAS": extras, "CHROMIUM": "no-such-browser"}
-    result = run_script(BOOTSTRAP, env, bin_dirs=[_id_reporting(uid, tmp_path / "bin")], timeout=60)
-    apt = [line.strip() for line in result.stdout.splitlines() if "apt-get" in line]
+@pytest.mark.parametrize(("uid", "expected"), [(0, "install"), (1000, "stop")])
+def test_the_test_command_installs_chromium_as_root_and_otherwise_names_the_command(tmp_path, uid, expected):
+    """scripts/test.sh, dry run, with no browser: root (as CI runs) installs Debian's chromium and
+    goes on; anyone else gets one line with the command to run, and nothing is set up or run."""
+    env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "CHROMIUM": "no-such-browser"}
+    result = run_script(TEST_SH, env, "-x", bin_dirs=[_id_reporting(uid, tmp_path / "bin")], timeout=60)
+    lines = [line.strip() for line in result.stdout.splitlines()]
     if expected == "install":
-        assert result.returncode == 0
-        assert apt == ["apt-get update", "env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium"]
-    elif expected == "stop":
+        assert result.returncode == 0, result.stderr
+        assert lines[:2] == ["apt-get update", "env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium"]
+        assert lines[-1] == f"{tmp_path / 'venv'}/bin/python -m pytest -x"  # then the suite, whole
+    else:
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr == (
             "error: no-such-browser not found; the tests need Chromium:"
             " sudo apt-get update && sudo apt-get install -y chromium\n"
         )
-    else:
-        assert result.returncode == 0 and apt == []
 
 
-def test_bootstrap_leaves_an_installed_chromium_alone(tmp_path):
+def test_the_test_command_leaves_an_installed_chromium_alone(tmp_path):
     browser = write_executable(tmp_path / "bin" / "my-chromium", "#!/usr/bin/env bash\nexit 0\n")
-    env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "CHROMIUM": str(browser)}
-    result = run_script(BOOTSTRAP, env, bin_dirs=[_id_reporting(0, tmp_path / "ids")], timeout=60)
+    env = {"DRY_RUN": "1", "VENV": str(tmp_path / "venv"), "CHROMIUM": str(browser), "SKIP_LINT": "1"}
+    result = run_script(TEST_SH, env, bin_dirs=[_id_reporting(0, tmp_path / "ids")], timeout=60)
     assert result.returncode == 0 and "apt-get" not in result.stdout
+    assert result.stdout.splitlines()[-1].strip() == f"{tmp_path / 'venv'}/bin/python -m pytest"
+
+
+def test_the_test_command_refuses_a_dry_run_other_than_0_or_1(tmp_path):
+    result = run_script(TEST_SH, {"DRY_RUN": "yes", "VENV": str(tmp_path / "venv")}, timeout=60)
+    assert result.returncode == 2 and result.stderr == "error: DRY_RUN=yes must be 0 or 1 (nothing was run)\n"
 
 
 def test_text_that_looks_like_markup_is_shown_never_run(tmp_path):
