@@ -19,6 +19,9 @@ and refuses earlier results made with other settings. At the end: a per-length t
 With `--save-trajectories`, each item's turns (every memory it wrote, cut or not, and the answer)
 go to `trajectories_<file>.jsonl` as trajectory records (observability/trajectory_records.py),
 one per item, kept in step with the results across resumes.
+`--mode direct` runs the long-context baseline instead: the same model reading the whole document
+in one prompt, cut in the middle to fit `--context-window` as RULER does; summary.json records the
+mode, so `python -m mem_agent.compare` puts both runs on one plot.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 
@@ -29,6 +32,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +40,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
 from mem_agent.agent.records import SamplingParams, Trajectory, TrajectoryStatus
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
@@ -43,7 +48,7 @@ from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError, count_json_array_items
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items, resolve_files
+from mem_agent.evaluation.files import EvalFile, EvalItem, file_sha256, iter_items, resolve_files
 from mem_agent.evaluation.report import (
     EvalFileReport,
     ReuseError,
@@ -58,8 +63,11 @@ from mem_agent.inference.agent_flags import (
     add_sampling_flags,
     add_server_flags,
     build_agent,
+    build_direct_reader,
+    check_direct_settings,
     client_settings,
     config_from_args,
+    model_window,
     sampling_from_args,
 )
 from mem_agent.inference.client import ClientSettings
@@ -75,7 +83,7 @@ TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 class Evaluator:
     def __init__(
         self,
-        agent: MemoryAgent,
+        agent: MemoryAgent | DirectReader,
         pool: ClientPool,
         sampling: SamplingParams,
         questions_in_flight: int,
@@ -186,7 +194,7 @@ class Evaluator:
             item_id=item.item_id,
             question=item.question,
             ground_truths=item.answers,
-            mode=self.agent.config.mode.value,
+            mode=DIRECT_MODE if isinstance(self.agent, DirectReader) else self.agent.config.mode.value,
             scores=scores if completed else None,
             eval_set=file.path.name,
         )
@@ -214,6 +222,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_flags(parser, many=True)
     add_sampling_flags(parser)
     add_agent_flags(parser)
+    parser.add_argument(
+        "--mode",
+        choices=[mode.value for mode in AgentMode] + [DIRECT_MODE],
+        default=None,
+        help="memagent / rememr1: the memory agent (sets MEM_MODE); direct: the long-context baseline,"
+        " the whole document in one prompt (default: MEM_MODE, else memagent)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        help="--mode direct: the model's window in tokens, prompt and answer (MEM_MAX_FINAL) together; a longer"
+        " document keeps its first and last halves (default: max_position_embeddings in the model's config.json)",
+    )
     parser.add_argument("--concurrency", type=int, default=256, help="requests in flight, all servers (default: 256)")
     parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
@@ -236,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_positive(args: argparse.Namespace) -> None:
-    for flag in ("concurrency", "questions_in_flight", "limit"):
+    for flag in ("concurrency", "questions_in_flight", "limit", "context_window"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
             raise UsageError(f"--{flag.replace('_', '-')} {value} must be a positive integer")
@@ -274,19 +296,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _check_positive(args)
-        config = config_from_args(args)
+        config, mode = _config_and_mode(args)
         sampling = sampling_from_args(args)
         if args.check:  # the data, the model and the server may not exist yet
             if not args.force:
-                check_reuse(args.output_dir, facts_known_without_a_server(args.tokenizer, config, sampling))
+                facts = facts_known_without_a_server(args.tokenizer, config, sampling) | _mode_facts(args, mode)
+                check_reuse(args.output_dir, facts)
             return 0
         servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
         files = resolve_files(args)
-        agent = build_agent(args.tokenizer, config)
+        if mode == DIRECT_MODE:
+            agent: MemoryAgent | DirectReader = build_direct_reader(args.tokenizer, config, args.context_window)
+        else:
+            agent = build_agent(args.tokenizer, config)
         sizes = {f: count_json_array_items(f.path) for f in files}
         expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
-        facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts)
+        facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | _mode_facts(args, mode, agent)
         facts["data"] = {f.label: n for f, n in sizes.items()}
+        facts["data_sha256"] = {f.label: file_sha256(f.path) for f in files}  # what compare checks runs by
         earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
         stores = {f: ResultStore.open(args.output_dir / f.results_name, force=args.force) for f in files}
     except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError) as error:
@@ -319,6 +346,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"nothing new to run: all {reused} results come from earlier runs, which summary.json describes")
     write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot)
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
+
+
+def _config_and_mode(args: argparse.Namespace) -> tuple[MemAgentConfig, str]:
+    """The settings and the mode: --mode memagent / rememr1 is MEM_MODE's flag; direct keeps the
+    settings it shares (MEM_MAX_FINAL, the scoring rules) and has no memory, so no ReMemR1 recall."""
+    config = config_from_args(args)
+    mode = args.mode or config.mode.value
+    if mode == DIRECT_MODE:
+        check_direct_settings(config)
+    wanted = AgentMode.MEMAGENT if mode == DIRECT_MODE else AgentMode(mode)
+    return (config if config.mode is wanted else replace(config, mode=wanted)), mode
+
+
+def _mode_facts(
+    args: argparse.Namespace, mode: str, reader: MemoryAgent | DirectReader | None = None
+) -> dict[str, Any]:
+    """The mode (compare labels runs by it, and a folder never mixes modes) and, reading directly,
+    the window (where --check can know it: the model folder may not exist yet)."""
+    if mode != DIRECT_MODE:
+        return {"mode": mode}
+    window = reader.window if isinstance(reader, DirectReader) else args.context_window or model_window(args.tokenizer)
+    return {"mode": mode, "direct": {"context_window": window}} if window else {"mode": mode}
 
 
 def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:

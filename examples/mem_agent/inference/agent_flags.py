@@ -4,8 +4,11 @@ so each is defined and documented once, and the agent, sampling and client setti
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from pathlib import Path
 
+from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import UsageError
@@ -92,6 +95,45 @@ def build_agent(tokenizer_path: str, config: MemAgentConfig) -> MemoryAgent:
         message = " ".join(str(error).split()) or type(error).__name__
         problem = f"its chat template cannot build the prompts: {message}"
         raise UsageError(f"--tokenizer {tokenizer_path}: {problem}") from None
+
+
+def model_window(tokenizer_path: str) -> int | None:
+    """The model's context window as its config.json states it (`max_position_embeddings`), or None
+    where the folder has none (the bundled tokenizer, a tokenizer-only folder)."""
+    if tokenizer_path == BUNDLED_QWEN3:
+        return None
+    try:
+        config = json.loads((Path(tokenizer_path).expanduser() / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    window = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    return window if isinstance(window, int) and window > 0 else None
+
+
+def check_direct_settings(config: MemAgentConfig) -> None:
+    """What --mode direct cannot honour, refused before anything starts (the evaluator's --check too)."""
+    if config.prompts:
+        raise UsageError(
+            f"--mode direct reads with its own prompt; MEM_PROMPTS / --prompts {config.prompts} holds"
+            " memory-agent prompts: unset it for this run"
+        )
+
+
+def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int | None) -> DirectReader:
+    """The long-context baseline for a model folder; `window` None reads the model's own."""
+    check_direct_settings(config)
+    if window is None:
+        window = model_window(tokenizer_path)
+        if window is None:
+            raise UsageError(
+                f"--mode direct needs the model's window: {tokenizer_path} has no config.json with"
+                " max_position_embeddings, so pass --context-window TOKENS"
+            )
+    tokenizer = load_tokenizer(tokenizer_path, config.tokenizer)
+    try:
+        return DirectReader(tokenizer, config, window)
+    except WindowTooSmallError as error:
+        raise UsageError(f"--context-window: {error}") from None
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
