@@ -141,7 +141,9 @@ class _SampleBuilder:
                 trajectory.turns,
                 trajectory.answer,
                 self.truths,
-                lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+                # The turn's input as the released reward reads it: its prompt decoded without the
+                # chat template's special tokens (ray_trainer.py, skip_special_tokens=True).
+                lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist(), skip_special_tokens=True),
                 agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)

@@ -50,7 +50,7 @@ def coverage(text: str, ground_truths: Sequence[str], rule: CoverageRule = Cover
 
 @dataclass(frozen=True)
 class MemoryTurnFacts:
-    turn_input: str  # what the turn read: its decoded prompt (problem, memory, section)
+    turn_input: str  # what the turn read: its prompt decoded without special tokens (problem, memory, section)
     memory_before: str
     memory_after: str
     recalled: str | None  # the memory its recall query brought back
