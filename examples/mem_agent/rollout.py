@@ -48,7 +48,7 @@ from typing import Any
 
 from mem_agent.agent.records import Trajectory, TrajectoryStatus, Turn
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
-from mem_agent.agent.step_rewards import recall_stats, turn_state_rewards
+from mem_agent.agent.step_rewards import recall_stats, released_turn_input, turn_state_rewards
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.host.clients import client_for, forget_clients, sampling_from_host
 from mem_agent.host.flags import check_host_args
@@ -141,9 +141,7 @@ class _SampleBuilder:
                 trajectory.turns,
                 trajectory.answer,
                 self.truths,
-                # The turn's input as the released reward reads it: its prompt decoded without the
-                # chat template's special tokens (ray_trainer.py, skip_special_tokens=True).
-                lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist(), skip_special_tokens=True),
+                released_turn_input(self.tokenizer),
                 agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)
