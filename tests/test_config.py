@@ -166,3 +166,12 @@ def test_the_evaluation_commands_read_whole_documents_unless_a_cap_is_asked_for(
     monkeypatch.setenv("MEM_MAX_CHUNKS", "6")
     assert config_from_args(parser.parse_args([])).max_chunks == 6
     assert MemAgentConfig.from_env().max_chunks == 6, "the hooks read the variable itself"
+
+
+def test_memagents_final_turn_takes_the_memory_limit_unless_mem_max_final_is_set():
+    """MemAgent's loop generates the final answer with max_memorization_length: an unset MEM_MAX_FINAL
+    follows MEM_MAX_MEMORY (equal at the defaults); setting it gives the final turn its own limit."""
+    assert MemAgentConfig.from_env({"MEM_MAX_MEMORY": "700"}).max_final_tokens == 700
+    assert MemAgentConfig.from_env({}, max_memory_tokens=600).max_final_tokens == 600
+    assert MemAgentConfig.from_env({"MEM_MAX_MEMORY": "700", "MEM_MAX_FINAL": "300"}).max_final_tokens == 300
+    assert MemAgentConfig.from_env({"MEM_MODE": "rememr1", "MEM_MAX_MEMORY": "700"}).max_final_tokens == 2048

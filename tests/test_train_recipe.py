@@ -209,7 +209,7 @@ def test_the_dry_run_prints_every_agent_setting_set_or_defaulted(checkout):
     for line in (
         "MEM_CHUNK_TOKENS=5000 (default)",
         "MEM_MAX_MEMORY=1024 (default)",
-        "MEM_MAX_FINAL=1024 (default)",
+        "MEM_MAX_FINAL=1024 (default: MEM_MAX_MEMORY's value, as MemAgent's final turn)",
         "MEM_MAX_CHUNKS=8 (default)",
         "MEM_MODE=memagent (default)",
         'MEM_PROMPTS="" (built-in prompts) (default)',

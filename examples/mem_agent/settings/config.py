@@ -93,7 +93,8 @@ SETTINGS: tuple[Setting, ...] = (
         "max_final_tokens",
         1024,
         "positive int",
-        "Max new tokens of the final answer (rememr1 mode: 2048, ReMemR1's recipe).",
+        "Max new tokens of the final answer; unset, MEM_MAX_MEMORY's value (MemAgent's loop caps its final "
+        "turn with the memory limit), in rememr1 mode 2048 (ReMemR1's recipe).",
     ),
     Setting(
         "MEM_MAX_CHUNKS",
@@ -263,6 +264,8 @@ class MemAgentConfig:
         mode = _as_enum(_SETTING_OF["mode"], values.get("mode", AgentMode.MEMAGENT))
         for name, value in MODE_DEFAULTS.get(mode, {}).items():  # below the user's values
             values.setdefault(name, value)
+        if mode is AgentMode.MEMAGENT:  # MemAgent's final turn has the memory turns' limit
+            values.setdefault("max_final_tokens", values.get("max_memory_tokens", cls.max_memory_tokens))
         return cls(**values)
 
     @property
@@ -272,7 +275,9 @@ class MemAgentConfig:
 
 # Defaults that follow the mode, where ReMemR1's own training recipe differs from MemAgent's
 # (ReMemR1's verl/trainer/config/ppo_trainer.yaml, recurrent.memory.config: memory and final answer
-# 2048 tokens each, MemAgent's 1024). from_env applies them where the variable is unset.
+# 2048 tokens each, MemAgent's 1024). from_env applies them where the variable is unset. In
+# memagent mode an unset MEM_MAX_FINAL follows MEM_MAX_MEMORY: MemAgent's loop (recurrent/impls/
+# memory.py, run_memory_7B.sh) generates the final answer with max_memorization_length.
 MODE_DEFAULTS: dict[AgentMode, dict[str, Any]] = {
     AgentMode.REMEMR1: {"max_memory_tokens": 2048, "max_final_tokens": 2048},
 }

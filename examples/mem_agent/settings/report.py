@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from mem_agent.settings.config import MODE_DEFAULTS, SETTINGS, MemAgentConfig
+from mem_agent.settings.config import MODE_DEFAULTS, SETTINGS, AgentMode, MemAgentConfig
 
 
 def settings_lines(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -26,6 +26,8 @@ def settings_lines(environ: Mapping[str, str] | None = None) -> list[str]:
             origin = "set"
         elif setting.field in mode_defaults:
             origin = f"default of {config.mode.value} mode"
+        elif setting.env == "MEM_MAX_FINAL" and config.mode is AgentMode.MEMAGENT:
+            origin = "default: MEM_MAX_MEMORY's value, as MemAgent's final turn"
         else:
             origin = "default"
         lines.append(f"{setting.env}={_shown(value)} ({origin})")
