@@ -209,3 +209,29 @@ def test_every_ground_truth_of_an_authors_row_reaches_the_training_reward(tmp_pa
     assert len(finals) == 6 and {s.label for s in finals} != {ALIAS}
     assert all(s.reward == 1.0 for s in finals), "the alias earned the reward"
     assert result.data["raw_reward"] and set(result.data["raw_reward"]) == {1.0}
+
+
+def test_the_preflight_trains_on_prepared_authors_rows_with_every_ground_truth(tmp_path, synthetic_rows, tokenizer):
+    """The preflight through a checkout's own code (support/fake_trainer.py), on prepare_data's output of
+    an authors' parquet: an engine that answers only the alias gets reward 1 on every trajectory."""
+    from support.fake_trainer import write_fake_trainer
+    from support.hook_bench import SMALL_AGENT
+    from support.scripted_engine import scripted_engine
+
+    source = write_parquet(authors_rows(synthetic_rows, 2), tmp_path / "published.parquet")
+    data = tmp_path / "train.jsonl"
+    assert prepare_data.main(["--input", str(source), "--output", str(data)]) == 0
+    root = write_fake_trainer(tmp_path / "vime", "vime")
+    project = SCRIPT.parents[2]
+    env = {
+        **os.environ,
+        **SMALL_AGENT,
+        "PYTHONPATH": os.pathsep.join([str(project / "examples"), str(project / "tests")]),
+    }
+    with scripted_engine(tokenizer, lambda prompt_text, seed: ALIAS) as engine:
+        argv = ["--trainer-root", str(root), "--url", engine.url, "--protocol", "vllm", "--data", str(data)]
+        result = subprocess.run(
+            [sys.executable, "-m", "mem_agent.check_host", *argv], env=env, capture_output=True, text=True, timeout=300
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS vime") and ", mean reward 1.00 (stubbed:" in result.stdout
