@@ -145,6 +145,15 @@ def test_a_split_no_file_names_is_one_line_naming_the_data_files(tmp_path, synth
     assert "no data file named for the split 'test'" in result.stderr and "hotpotqa_train_32k.parquet" in result.stderr
 
 
+def test_a_repository_the_hub_does_not_have_is_one_line(tmp_path):
+    with hub_standin("someone/else", {}) as hub:
+        env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home")}
+        result = _isolated_run(["--hf-dataset", REPO, "--output", "o.jsonl"], tmp_path, env)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: cannot read {REPO} (train) from the Hugging Face hub: ")
+    assert not (tmp_path / "o.jsonl").exists()
+
+
 def test_split_names_follow_the_words_of_file_names():
     files = [
         "hotpotqa_train_32k.parquet",

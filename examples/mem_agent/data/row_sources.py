@@ -9,13 +9,16 @@ and read like local files. `datasets.load_dataset` cannot load MemAgent's reposi
 holds parquet (train, dev) beside JSON (the RULER `eval_<N>.json` files, which `datasets` files
 under the test split), and `datasets` refuses a repository whose splits differ in format; nor does
 it know the split `dev`. A file belongs to a split when a word of its name is the split's name
-or, for train and dev, one of the names `datasets` gives them (`hotpotqa_train_32k.parquet` is
-train, `hotpotqa_dev.parquet` is dev = validation). With `--hf-config` the dataset's own
+or, for train, dev and test, one of the names `datasets` gives them (`hotpotqa_train_32k.parquet`
+is train, `hotpotqa_dev.parquet` is dev = validation, `eval_50.json` is in neither). A refused
+connection or an unknown repository is one line (huggingface_hub retries a refused connection for
+about 25 s first). With `--hf-config` the dataset's own
 configuration is used instead, through `datasets` (e.g. `hotpot_qa`, `distractor`).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -96,7 +99,7 @@ def hub_rows(name: str, split: str, revision: str | None) -> Iterator[SourceRow]
             shown = ", ".join(f for f in files if PurePosixPath(f).suffix in DATA_SUFFIXES)[:300] or "none"
             raise DataFormatError(f"{name} has no data file named for the split '{split}' (its data files: {shown})")
         local = [Path(huggingface_hub.hf_hub_download(name, f, repo_type="dataset", revision=revision)) for f in chosen]
-    except (OSError, ValueError, HfHubHTTPError) as error:
+    except (OSError, ValueError, HfHubHTTPError, *_http_errors()) as error:
         if isinstance(error, DataFormatError):
             raise
         raise DataFormatError(f"cannot read {name} ({split}) from the Hugging Face hub: {_first_line(error)}") from None
@@ -125,8 +128,20 @@ def datasets_rows(name: str, config: str | None, split: str) -> Iterator[SourceR
         stream = datasets.load_dataset(name, config, split=split, streaming=True)
         for index, raw in enumerate(stream):
             yield SourceRow(source, f"{source}: row {index}", index, raw)
-    except (OSError, ValueError, ConnectionError) as error:
+    except (OSError, ValueError, ConnectionError, *_http_errors()) as error:
         raise DataFormatError(f"cannot load {name} ({split}) from the Hugging Face hub: {_first_line(error)}") from None
+
+
+def _http_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP client's own errors (a refused connection is not an OSError there): huggingface_hub
+    1.x speaks httpx, its later releases httpx2."""
+    errors: list[type[BaseException]] = []
+    for module in ("httpx", "httpx2"):
+        try:
+            errors.append(importlib.import_module(module).HTTPError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(errors)
 
 
 def _quiet_hub() -> None:
