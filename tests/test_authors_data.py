@@ -119,12 +119,12 @@ def test_the_hub_route_reads_the_authors_train_and_dev_files_by_split(tmp_path, 
     elsewhere.mkdir()
     with hub_standin(REPO, files) as hub:
         env = {"HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf_home"), "HF_HUB_DISABLE_TELEMETRY": "1"}
-        for split, published, name in (
-            ("train", train, "hotpotqa_train_32k.parquet"),
-            ("dev", dev, "hotpotqa_dev.jsonl"),
+        for flag, split, published, name in (  # the vime example's spelling, and ours
+            ("--hf-split", "train", train, "hotpotqa_train_32k.parquet"),
+            ("--split", "dev", dev, "hotpotqa_dev.jsonl"),
         ):
             output = tmp_path / f"{split}.jsonl"
-            argv = ["--hf-dataset", REPO, "--hf-split", split, "--output", str(output)]
+            argv = ["--hf-dataset", REPO, flag, split, "--output", str(output)]
             result = _isolated_run(argv, elsewhere, env)
             assert result.returncode == 0, result.stderr
             assert f"wrote {len(published)} rows" in result.stdout
