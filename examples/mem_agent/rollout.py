@@ -50,7 +50,7 @@ import numpy as np
 
 from mem_agent.agent.records import Trajectory, TrajectoryStatus, Turn, TurnKind
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
-from mem_agent.agent.step_rewards import recall_hit, recall_stats, turn_state_rewards
+from mem_agent.agent.step_rewards import recall_hit, recall_stats, released_turn_input, turn_state_rewards
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.host.clients import client_for, forget_clients, sampling_from_host
 from mem_agent.host.flags import check_host_args
@@ -138,7 +138,7 @@ class _SampleBuilder:
                 trajectory.turns,
                 trajectory.answer,
                 self.truths,
-                lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+                released_turn_input(self.tokenizer),
                 agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)

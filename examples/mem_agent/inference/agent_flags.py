@@ -56,7 +56,12 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-tokens", type=int, default=None, help="tokens per chunk (default: MEM_CHUNK_TOKENS)")
     parser.add_argument("--max-memory", type=int, default=None, help="memory token limit (default: MEM_MAX_MEMORY)")
     parser.add_argument("--max-final", type=int, default=None, help="answer token limit (default: MEM_MAX_FINAL)")
-    parser.add_argument("--max-chunks", type=int, default=None, help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS)")
+    parser.add_argument(
+        "--max-chunks",
+        type=int,
+        default=None,
+        help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS where set, else 0: whole documents, as MemAgent evaluates)",
+    )
     parser.add_argument(
         "--prompts",
         default=None,
@@ -66,12 +71,19 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
-    """MEM_* settings from the environment, with the flags that were given taking precedence."""
+    """MEM_* settings from the environment, with the flags that were given taking precedence.
+
+    The chunk cap is MemAgent's training setting: its evaluation reads every chunk of a document,
+    so these commands do too unless the cap is asked for (MEM_MAX_CHUNKS set, or --max-chunks).
+    """
+    max_chunks = args.max_chunks
+    if max_chunks is None and not os.environ.get("MEM_MAX_CHUNKS", "").strip():
+        max_chunks = 0
     overrides = {
         "chunk_tokens": args.chunk_tokens,
         "max_memory_tokens": args.max_memory,
         "max_final_tokens": args.max_final,
-        "max_chunks": args.max_chunks,
+        "max_chunks": max_chunks,
         "prompts": args.prompts,
     }
     try:

@@ -81,14 +81,28 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("MEM_CHUNK_TOKENS", "chunk_tokens", 5000, "positive int", "Document tokens per memory turn."),
-    Setting("MEM_MAX_MEMORY", "max_memory_tokens", 1024, "positive int", "Max new tokens of a memory turn."),
-    Setting("MEM_MAX_FINAL", "max_final_tokens", 1024, "positive int", "Max new tokens of the final answer."),
+    Setting(
+        "MEM_MAX_MEMORY",
+        "max_memory_tokens",
+        1024,
+        "positive int",
+        "Max new tokens of a memory turn (rememr1 mode: 2048, ReMemR1's recipe).",
+    ),
+    Setting(
+        "MEM_MAX_FINAL",
+        "max_final_tokens",
+        1024,
+        "positive int",
+        "Max new tokens of the final answer; unset, MEM_MAX_MEMORY's value (MemAgent's loop caps its final "
+        "turn with the memory limit), in rememr1 mode 2048 (ReMemR1's recipe).",
+    ),
     Setting(
         "MEM_MAX_CHUNKS",
         "max_chunks",
-        0,
+        8,
         "int >= 0",
-        "Chunk cap per document; 0 = no cap. Longer documents keep their first and last halves.",
+        "Chunk cap per document in the trainer's hooks (MemAgent's training: longer documents keep their "
+        "first and last halves); 0 = no cap. The evaluation commands read whole documents unless it is set.",
     ),
     Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
     Setting(
@@ -211,7 +225,7 @@ class MemAgentConfig:
     chunk_tokens: int = 5000
     max_memory_tokens: int = 1024
     max_final_tokens: int = 1024
-    max_chunks: int = 0
+    max_chunks: int = 8
     mode: AgentMode = AgentMode.MEMAGENT
     thinking: bool = False
     prompts: str = ""
@@ -265,11 +279,27 @@ class MemAgentConfig:
             if raw is not None and raw.strip() != "":
                 values[setting.field] = _parse(setting, raw.strip())
         values.update(overrides)
+        mode = _as_enum(_SETTING_OF["mode"], values.get("mode", AgentMode.MEMAGENT))
+        for name, value in MODE_DEFAULTS.get(mode, {}).items():  # below the user's values
+            values.setdefault(name, value)
+        if mode is AgentMode.MEMAGENT:  # MemAgent's final turn has the memory turns' limit
+            values.setdefault("max_final_tokens", values.get("max_memory_tokens", cls.max_memory_tokens))
         return cls(**values)
 
     @property
     def chunk_cap_tokens(self) -> int | None:
         return self.max_chunks * self.chunk_tokens if self.max_chunks else None
+
+
+# Defaults that follow the mode, where ReMemR1's own training recipe differs from MemAgent's
+# (ReMemR1's verl/trainer/config/ppo_trainer.yaml, recurrent.memory.config: memory and final answer
+# 2048 tokens each, MemAgent's 1024). from_env applies them where the variable is unset. In
+# memagent mode an unset MEM_MAX_FINAL follows MEM_MAX_MEMORY: MemAgent's loop (recurrent/impls/
+# memory.py, run_memory_7B.sh) generates the final answer with max_memorization_length.
+MODE_DEFAULTS: dict[AgentMode, dict[str, Any]] = {
+    AgentMode.REMEMR1: {"max_memory_tokens": 2048, "max_final_tokens": 2048},
+}
+_SETTING_OF = {setting.field: setting for setting in SETTINGS}
 
 
 # MEM_* variables the package reads that are not agent settings: the local stack's addresses for
