@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -39,6 +40,7 @@ from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError, count_json_array_items
+from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items, resolve_files
 from mem_agent.evaluation.report import (
@@ -65,6 +67,7 @@ from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
+_INSTEAD = "choose another --output-dir"  # the way out a refusal on a busy output folder offers
 
 
 class Evaluator:
@@ -224,6 +227,11 @@ def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[C
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with contextlib.ExitStack() as run_folder:  # the output folder's lock, held until the reports are written
+        return _main(args, run_folder)
+
+
+def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
     try:
         _check_positive(args)
         config = config_from_args(args)
@@ -234,6 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
         files = resolve_files(args)
+        # One writer per folder, taken before the folder is read: a second run is refused here, at once.
+        held = lock_run_folder(args.output_dir, command=program_name("mem_agent.eval_ruler_hqa"), instead=_INSTEAD)
+        run_folder.enter_context(held)
         agent = build_agent(args.tokenizer, config)
         sizes = {f: count_json_array_items(f.path) for f in files}
         expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
@@ -245,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for file, store in stores.items():
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
         if store.report.kept or store.report.repaired_partial_line:
             print(
                 f"resuming {file.path.name}: {store.report.kept} done (results of earlier runs, reused),"
