@@ -16,6 +16,8 @@ is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--fo
 and refuses earlier results made with other settings. At the end: a per-length table,
 `summary.json` (with the facts of every run that produced the results), and
 `accuracy_vs_length.png`. `--check` validates the arguments and the reuse, and starts nothing.
+One run per `--output-dir` at a time: the folder is locked (common/run_folder.py) before it is
+read, and a second evaluator on it is refused at once (exit 2), naming the first's PID.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 
@@ -67,7 +69,6 @@ from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
-_INSTEAD = "choose another --output-dir"  # the way out a refusal on a busy output folder offers
 
 
 class Evaluator:
@@ -242,11 +243,15 @@ def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
             return 0
         servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
         files = resolve_files(args)
-        # One writer per folder, taken before the folder is read: a second run is refused here, at once.
-        held = lock_run_folder(args.output_dir, command=program_name("mem_agent.eval_ruler_hqa"), instead=_INSTEAD)
-        run_folder.enter_context(held)
+        # One writer per folder: a folder that exists is locked before anything reads it, a new one
+        # is made (and locked) once the data is known to be readable. A second run is refused there.
+        existed = args.output_dir.is_dir()
+        if existed:
+            run_folder.enter_context(_output_lock(args))
         agent = build_agent(args.tokenizer, config)
         sizes = {f: count_json_array_items(f.path) for f in files}
+        if not existed:
+            run_folder.enter_context(_output_lock(args))
         expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
         facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts)
         facts["data"] = {f.label: n for f, n in sizes.items()}
@@ -284,6 +289,11 @@ def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
         print(f"nothing new to run: all {reused} results come from earlier runs, which summary.json describes")
     write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot)
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
+
+
+def _output_lock(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    command = program_name("mem_agent.eval_ruler_hqa")
+    return lock_run_folder(args.output_dir, command=command, instead="choose another --output-dir")
 
 
 def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:
