@@ -126,3 +126,22 @@ def test_two_evaluators_started_together_on_one_folder_one_runs_the_other_is_ref
     assert winner.returncode == 0, err[-2000:]
     ids = [record["id"] for record in read_results(tmp_path / "results_6.jsonl")]
     assert sorted(ids) == [str(i) for i in range(QUESTIONS)], "one line per item"
+
+
+def test_a_folder_held_for_the_life_of_a_process_is_refused_to_others_until_it_exits(tmp_path):
+    """For writers with no block to hold the lock in (a trainer hook): holding twice is a no-op."""
+    code = (
+        "import time; from mem_agent.common.run_folder import hold_run_folder\n"
+        f"hold_run_folder({str(tmp_path)!r}, command='hook'); hold_run_folder({str(tmp_path)!r}, command='hook')\n"
+        "print('held', flush=True); time.sleep(600)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with pytest.raises(RunFolderBusy, match=rf"pid {holder.pid} \(hook\)"), lock_run_folder(tmp_path, command="x"):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with lock_run_folder(tmp_path, command="after"):
+        pass

@@ -64,6 +64,20 @@ def lock_run_folder(folder: Path, *, command: str, instead: str = "choose anothe
         os.close(descriptor)
 
 
+_HELD_FOR_LIFE: dict[Path, contextlib.ExitStack] = {}
+
+
+def hold_run_folder(folder: Path, *, command: str, instead: str = "choose another output folder") -> None:
+    """Hold `folder`'s lock until this process exits, for writers with no block to hold it in (a
+    trainer hook that records trajectories for a whole run). A second call for the same folder is a
+    no-op: a new descriptor of our own would be refused by the lock we already hold."""
+    key = Path(folder).resolve()
+    if key not in _HELD_FOR_LIFE:
+        stack = contextlib.ExitStack()
+        stack.enter_context(lock_run_folder(folder, command=command, instead=instead))
+        _HELD_FOR_LIFE[key] = stack  # never closed: the kernel releases the lock when the process ends
+
+
 def hold_descriptor(descriptor: int, folder: Path, pid: int, command: str, instead: str) -> None:
     """Lock `folder` through `descriptor`, an open descriptor of its lock file that a parent process
     keeps (a run script's `exec {fd}>>DIR/.run.lock`): the lock outlives this call and stays the
