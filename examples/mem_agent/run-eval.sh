@@ -293,7 +293,7 @@ running_groups() { # the started process groups of which a process still runs (a
   local pgids=" ${STARTED_PGIDS[*]} "
   ps -eo pgid=,stat= | awk -v ours="${pgids}" 'index(ours, " " $1 " ") && $2 !~ /^Z/ { print $1 }' | sort -u
 }
-wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of our servers runs
+wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of the groups we started runs
   local waited=0
   while [[ -n "$(running_groups)" ]]; do
     ((waited < $1)) || return 1
@@ -301,7 +301,7 @@ wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of our ser
     waited=$((waited + 1))
   done
 }
-stop_started() { # each server is its own process group (setsid): stopping it stops its engine processes
+stop_started() { # each started command is its own process group (setsid): stopping it stops what it forked
   local pgid
   ((${#STARTED_PGIDS[@]})) || return 0
   for pgid in $(running_groups); do
