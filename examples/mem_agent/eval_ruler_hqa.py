@@ -22,6 +22,8 @@ one per item, kept in step with the results across resumes.
 `--mode direct` runs the long-context baseline instead: the same model reading the whole document
 in one prompt, cut in the middle to fit `--context-window` as RULER does; summary.json records the
 mode, so `python -m mem_agent.compare` puts both runs on one plot.
+One run per `--output-dir` at a time: the folder is locked (common/run_folder.py) before it is
+read, and a second evaluator on it is refused at once (exit 2), naming the first's PID.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -47,6 +50,7 @@ from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError, count_json_array_items
+from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.files import EvalFile, EvalItem, file_sha256, iter_items, resolve_files
 from mem_agent.evaluation.report import (
@@ -294,6 +298,11 @@ def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[C
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with contextlib.ExitStack() as run_folder:  # the output folder's lock, held until the reports are written
+        return _main(args, run_folder)
+
+
+def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
     try:
         _check_positive(args)
         config, mode = _config_and_mode(args)
@@ -305,11 +314,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
         files = resolve_files(args)
+        # One writer per folder: a folder that exists is locked before anything reads it, a new one
+        # is made (and locked) once the data is known to be readable. A second run is refused there.
+        existed = args.output_dir.is_dir()
+        if existed:
+            run_folder.enter_context(_output_lock(args))
         if mode == DIRECT_MODE:
             agent: MemoryAgent | DirectReader = build_direct_reader(args.tokenizer, config, args.context_window)
         else:
             agent = build_agent(args.tokenizer, config)
         sizes = {f: count_json_array_items(f.path) for f in files}
+        if not existed:
+            run_folder.enter_context(_output_lock(args))
         expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
         facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | _mode_facts(args, mode, agent)
         facts["data"] = {f.label: n for f, n in sizes.items()}
@@ -320,6 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     for file, store in stores.items():
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
         if store.report.kept or store.report.repaired_partial_line:
             print(
                 f"resuming {file.path.name}: {store.report.kept} done (results of earlier runs, reused),"
@@ -368,6 +386,11 @@ def _mode_facts(
         return {"mode": mode}
     window = reader.window if isinstance(reader, DirectReader) else args.context_window or model_window(args.tokenizer)
     return {"mode": mode, "direct": {"context_window": window}} if window else {"mode": mode}
+
+
+def _output_lock(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    command = program_name("mem_agent.eval_ruler_hqa")
+    return lock_run_folder(args.output_dir, command=command, instead="choose another --output-dir")
 
 
 def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:
