@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.host.clients import close_clients
 from mem_agent.observability.trajectory_records import read_records
 from support.fake_trainer import write_fake_trainer
@@ -160,6 +161,21 @@ def test_evaluation_logs_the_same_metrics_per_eval_set_at_the_eval_step(tokenize
     turns = [len(s.metadata["mem_agent"]["turn_facts"]) for s in data["hqa"]["samples"]]
     assert ours["eval/hqa/mem_agent/turns/mean"] == pytest.approx(sum(turns) / len(turns)) and min(turns) >= 2
     assert "eval/hqa/mem_agent/memory_tokens/p50" in ours and "eval/hqa/mem_agent/zero_contrast/groups" not in ours
+
+
+def test_a_second_trainer_on_the_same_save_path_records_nothing_and_says_who_holds_it(
+    tokenizer, rows, tmp_path, caplog
+):
+    """One writer per run folder: SAVE/trajectories/ is held by the first trainer's process for its
+    life, so a second one (here: another holder of the lock) writes neither records nor metrics lines
+    there, logs an error naming the holder, and still trains and logs to the host."""
+    folder = tmp_path / "trajectories"
+    folder.mkdir()
+    with lock_run_folder(folder, command="the first trainer"):
+        _, result = _step(tokenizer, rows[:1], save=str(tmp_path))
+    assert result.data["tokens"] and _ours("rollout/step")["rollout/mem_agent/trajectories"] == N
+    assert sorted(path.name for path in folder.iterdir()) == [".run.lock"]
+    assert "in use by another run" in caplog.text and "the first trainer" in caplog.text
 
 
 def test_a_disk_error_is_logged_and_training_goes_on(tokenizer, rows, tmp_path, caplog):

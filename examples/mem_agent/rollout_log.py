@@ -19,8 +19,11 @@ there is logged and does not stop training; an error in the metrics themselves i
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
+from mem_agent.common.run_folder import hold_run_folder
+from mem_agent.common.usage import UsageError
 from mem_agent.host.hook_config import settings
 from mem_agent.observability.host_logging import (
     METRICS_FILE,
@@ -53,7 +56,7 @@ def log_rollout(
     metrics = summarize(trajectories, groups=True)
     step = rollout_step(args, rollout_id)
     log_to_host(args, prefixed(metrics, "rollout/mem_agent/"), step_key="rollout/step", step=step)
-    folder = save_dir(args)
+    folder = _records_folder(args)
     if folder is None:
         return False
     line = {"kind": "rollout", "rollout_id": rollout_id, "step": step, "rollout_time": rollout_time, **metrics}
@@ -81,7 +84,7 @@ def log_eval_rollout(rollout_id: int, args: Any, data: dict[str, dict[str, Any]]
         per_set[name] = summarize(trajectories_of_eval(result["rewards"], samples), groups=False)
         log |= prefixed(per_set[name], f"eval/{name}/mem_agent/")
     log_to_host(args, log, step_key="eval/step", step=step)
-    folder = save_dir(args)
+    folder = _records_folder(args)
     if folder is not None:
         try:
             for name, metrics in per_set.items():
@@ -90,3 +93,26 @@ def log_eval_rollout(rollout_id: int, args: Any, data: dict[str, dict[str, Any]]
         except OSError as error:
             logger.warning("mem_agent: could not write eval metrics under %s: %s", folder, error)
     return False
+
+
+def _records_folder(args: Any) -> Path | None:
+    """The --save folder, once this process holds SAVE/trajectories/ for the rest of its life: one
+    writer per run folder, so a second trainer on the same SAVE_PATH records nothing there (the
+    error says who holds it) instead of interleaving its records with the first's."""
+    folder = save_dir(args)
+    if folder is None:
+        return None
+    try:
+        (folder / TRAJECTORY_DIR).mkdir(parents=True, exist_ok=True)
+        hold_run_folder(
+            folder / TRAJECTORY_DIR,
+            command="trainer (mem_agent.rollout_log)",
+            instead="give each run its own SAVE_PATH",
+        )
+    except UsageError as error:
+        logger.error("mem_agent: no metrics or trajectory records written: %s", error)
+        return None
+    except OSError as error:  # the run goes on; what is lost is named
+        logger.warning("mem_agent: could not write under %s: %s", folder, error)
+        return None
+    return folder
