@@ -143,8 +143,12 @@ def test_our_dynamic_filter_ends_a_rollout_on_a_model_without_contrast(tokenizer
         )
         source = DataSource(rows, args.n_samples_per_prompt)
         results = [run_step(args, source, closers=(close_clients,)) for _ in range(2)]
+    drops = [result.output.metrics["rollout/dynamic_filter/drop_zero_std_0.0"] for result in results]
+    assert drops[0] >= 2 * 3, "2 rounds of 3 dropped before the first rollout keeps what it has"
+    # A group finishing in the same host wait as the rollout's last one is judged by the next
+    # rollout's count (module docstring): a rollout's drops may be off by the groups in flight.
+    assert all(count <= 2 * 3 + 3 for count in drops), drops
     for result in results:
-        assert result.output.metrics == {"rollout/dynamic_filter/drop_zero_std_0.0": 2 * 3}, "2 rounds of 3 dropped"
         assert len(result.output.samples) == 2 and set(result.data["raw_reward"]) == {0.0}
         drawn = {group[0][0].group_index for group in result.output.all_groups}
         assert len(drawn) <= 2 * 3 + 3 + 2, "no draw beyond the bound's rounds and the groups in flight"

@@ -104,7 +104,8 @@ def _watch(reads: KeyReads, items: Any) -> None:
             if name not in _fields and not name.startswith("_"):
                 caller = sys._getframe(1)
                 if caller.f_code.co_filename.startswith(_OURS):
-                    reads.unknown_attributes.setdefault(name, f"{caller.f_code.co_filename}:{caller.f_lineno}")
+                    ours = Path(caller.f_code.co_filename).relative_to(Path(_OURS).parent)
+                    reads.unknown_attributes.setdefault(name, f"{ours}:{caller.f_lineno}")
                     reads.sample_type = type(obj)
             _set(obj, name, value)
 
