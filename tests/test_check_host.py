@@ -50,6 +50,8 @@ def check(root: Path, host: str, engine, *flags: str) -> subprocess.CompletedPro
 @pytest.mark.parametrize("host", ["slime", "vime"])
 def test_a_compatible_checkout_passes_one_step_through_its_own_train_path(tmp_path, engine, host):
     root = write_fake_trainer(tmp_path / host, host)
+    if host == "vime":  # current vime's layout: the paths come from its own parser and validation
+        assert (root / "vime/data/data_source.py").is_file() and not (root / "vime/rollout/data_source.py").exists()
     sent = len(engine.requests)
     result = check(root, host, engine)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -71,7 +71,7 @@ DROPPED = ()
 
 def {host}_validate_args(args):
     double_parser.validate_host_args(args)
-
+{validate_return}
 
 def parse_args():
     raise RuntimeError("needs Megatron's parser (the preflight stands in for it)")
@@ -301,7 +301,9 @@ def _files(host: str) -> dict[str, str]:
     engine = ENGINE[host]
     files = {f"{host}/{path}": text for path, text in _COMMON.items()}
     files["train.py"] = _TRAIN.format(host=host)
-    files[f"{host}/utils/arguments.py"] = _ARGUMENTS.format(host=host)
+    # current vime's validation returns (args, ...) and fills the data source path; slime's returns nothing
+    returned = "    return args, None\n" if host == "vime" else ""
+    files[f"{host}/utils/arguments.py"] = _ARGUMENTS.format(host=host, validate_return=returned)
     files[f"{host}/ray/placement_group.py"] = _PLACEMENT
     files[f"{host}/rollout/{engine}_rollout.py"] = _ROLLOUT.format()
     if host == "slime":

@@ -176,9 +176,15 @@ def host_args(parse_args: Callable[..., Any], flags: list[str], *, engine: str, 
     return HostArgs(args, parser_file, stand_ins)
 
 
-def validate(host: HostArgs, parse_args: Callable[..., Any], root: str) -> Callable[..., Any] | None:
-    """The host's own validation of the parsed args (it fills derived values such as eval paths)."""
+def validate(host: HostArgs, parse_args: Callable[..., Any]) -> None:
+    """The host's own validation of the parsed args, which fills derived values (the eval function,
+    and on current vime the data source path). slime's changes args in place; current vime's
+    returns `(args, ...)`: either way `host.args` is what the host goes on with."""
     validate_fn = _own(sys.modules[parse_args.__module__], "validate_args")
-    if validate_fn is not None:
-        validate_fn(host.args)
-    return validate_fn
+    if validate_fn is None:
+        return
+    result = validate_fn(host.args)
+    if isinstance(result, tuple) and result and isinstance(result[0], argparse.Namespace):
+        result = result[0]
+    if isinstance(result, argparse.Namespace):
+        host.args = result

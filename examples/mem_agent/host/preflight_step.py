@@ -150,7 +150,7 @@ def run_step(
     _set_router(parsed.args, engine, *router)
     parser_file = parsed.parser_file
     with stage("flags", root, parser_file):
-        validate(parsed, train.parse_args, f"{root.resolve()}/")
+        validate(parsed, train.parse_args)
     args = parsed.args
     stand_ins = [*parsed.stand_ins, "the placement groups (None: GPU bundles)"]
     stand_ins += [f"{name} (no engines: the given server serves)" for name in _stand_in_servers(host, root)]

@@ -95,8 +95,8 @@ DEFAULT_PATHS = {
         "--data-source-path": "slime.rollout.data_source.RolloutDataSourceWithBuffer",
         "--rollout-function-path": "slime.rollout.sglang_rollout.generate_rollout",
     },
-    "vime": {
-        "--data-source-path": "vime.data.data_source.RolloutDataSourceWithBuffer",
+    "vime": {  # current vime: no parser default; validate_args fills it (vime_validate_args)
+        "--data-source-path": None,
         "--rollout-function-path": "vime.rollout.vllm_rollout.generate_rollout",
     },
 }
@@ -136,6 +136,8 @@ def validate_host_args(args: argparse.Namespace) -> None:
         raise FileNotFoundError(f"ref_load {args.ref_load} does not have latest_checkpointed_iteration.txt")
     if args.colocate and args.rollout_num_gpus is None:
         args.rollout_num_gpus = args.actor_num_nodes * args.actor_num_gpus_per_node
+    if args.data_source_path is None:
+        args.data_source_path = "vime.data.data_source.RolloutDataSourceWithBuffer"
     if args.eval_function_path is None:
         args.eval_function_path = args.rollout_function_path
     if args.use_dynamic_batch_size:
