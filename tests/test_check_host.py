@@ -57,7 +57,7 @@ def test_a_compatible_checkout_passes_one_step_through_its_own_train_path(tmp_pa
     assert result.returncode == 0, result.stdout + result.stderr
     line = result.stdout.strip()
     assert line.startswith(f"PASS {host} at {root}: 4 trajectories,") and "over dp=2" in line
-    assert "launch words parsed by the host" in line
+    assert "launch words parsed by the host, in" in line
     for stand_in in ("Ray in-process", "Megatron-LM's parser", f"the {PROTOCOL[host]} engine's parser"):
         assert stand_in in line, stand_in
     assert f"{host}.ray.rollout.start_rollout_servers (no engines" in line, "the engine start-up is stood in"

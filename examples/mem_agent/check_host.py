@@ -42,8 +42,8 @@ from pathlib import Path
 from mem_agent.common.usage import UsageError
 from mem_agent.host import stubs as host_stubs
 from mem_agent.host.namespace import router_address
-from mem_agent.host.preflight_launch import launch_flags
-from mem_agent.host.preflight_step import CheckFailed, run_step
+from mem_agent.host.preflight_launch import LaunchFlags, launch_flags
+from mem_agent.host.preflight_step import CheckFailed, StepReport, run_step
 
 HOSTS = ("slime", "vime")
 
@@ -142,6 +142,16 @@ def _server(options: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[s
     return options.url, options.protocol or "", options.hf_checkpoint or str(bundled_qwen3_dir())
 
 
+def _pass_line(host: Host, options: argparse.Namespace, launch: LaunchFlags, report: StepReport, seconds: float) -> str:
+    stand_ins = [f"Ray in-process, stubbed modules: {', '.join(host_stubs.installed())}"]
+    stand_ins += [*launch.stand_ins, *report.stand_ins]
+    return (
+        f"PASS {host.name} at {host.root}: {report.trajectories} trajectories, {report.rows} turn rows, "
+        f"{report.steps} optimizer step(s) of {options.n_samples} trajectories over dp={report.ranks}, "
+        f"{len(launch.flags)} launch words parsed by the host, in {seconds:.1f} s (stood in: {'; '.join(stand_ins)})"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
     try:
@@ -176,14 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = run_step(
                 host.name, host.root, launch.entry, launch.flags, router or router_address(url), options.dp_size
             )
-            stand_ins = [f"Ray in-process, stubbed modules: {', '.join(host_stubs.installed())}"]
-            stand_ins += [*launch.stand_ins, *report.stand_ins]
-            print(
-                f"PASS {host.name} at {host.root}: {report.trajectories} trajectories, {report.rows} turn rows, "
-                f"{report.steps} optimizer step(s) of {options.n_samples} trajectories over dp={report.ranks}, "
-                f"{len(launch.flags)} launch words parsed by the host in {time.monotonic() - started:.1f} s "
-                f"(stood in: {'; '.join(stand_ins)})"
-            )
+            print(_pass_line(host, options, launch, report, time.monotonic() - started))
             return 0
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from mem_agent.host.preflight_args import HostArgsError, host_args, validate
+from mem_agent.host.preflight_args import HostArgs, HostArgsError, host_args, validate
 from mem_agent.host.preflight_checks import KeyReads, convert_keys_unread, spy_hooks
 
 ENGINES = {"slime": "sglang", "vime": "vllm"}
@@ -132,40 +132,22 @@ def _set_router(args: Any, engine: str, address: str, port: int) -> None:
     setattr(args, f"{engine}_router_port", port)
 
 
-def run_step(
-    host: str,
-    root: Path,
-    entry: Path,
-    flags: list[str],
-    router: tuple[str, int],
-    dp_size: int,
-) -> StepReport:
-    """train.py's path for rollout 0; raises CheckFailed at the first incompatibility."""
-    train = import_train(root, entry)
+def _parsed_args(train: Any, host: str, root: Path, flags: list[str], router: tuple[str, int]) -> HostArgs:
+    """The launch flags through the host's parser, the router filled in, then the host's validation."""
     engine = ENGINES[host]
     try:
         parsed = host_args(train.parse_args, flags, engine=engine, root=f"{root.resolve()}/")
     except HostArgsError as error:
         raise CheckFailed("flags", error.where, error.detail) from None
     _set_router(parsed.args, engine, *router)
-    parser_file = parsed.parser_file
-    with stage("flags", root, parser_file):
+    with stage("flags", root, parsed.parser_file):
         validate(parsed, train.parse_args)
-    args = parsed.args
-    stand_ins = [*parsed.stand_ins, "the placement groups (None: GPU bundles)"]
-    stand_ins += [f"{name} (no engines: the given server serves)" for name in _stand_in_servers(host, root)]
-    reads = KeyReads()
-    hooks = [path for path in (getattr(args, name, None) for name in HOOK_FLAGS) if path]
-    with spy_hooks(hooks, reads), stage("manager", root, where_defined(train.create_rollout_manager, root)):
-        manager, _ = train.create_rollout_manager(args, None)
-        ray = sys.modules["ray"]
-        parallel = {"dp_size": dp_size, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
-        ray.get(manager.set_train_parallel_config.remote(parallel))
-    instance = manager._instance
-    with spy_hooks(hooks, reads), stage("generate", root, where_defined(type(instance), root)):
-        refs = ray.get(manager.generate.remote(0))
-        ranks = [ray.get(getattr(ref, "inner", ref)) for ref in refs]
-    samples = reads.samples
+    return parsed
+
+
+def _silent_breaks(reads: KeyReads, root: Path, manager_class: type) -> None:
+    """The two breaks that raise nowhere: a Sample field our hooks set that the host lacks, and a
+    key our convert emits that the host never reads."""
     if reads.unknown_attributes and reads.sample_type is not None:
         named = ", ".join(f"{name} ({hook})" for name, hook in sorted(reads.unknown_attributes.items()))
         raise CheckFailed(
@@ -176,16 +158,36 @@ def run_step(
         )
     unread = convert_keys_unread(reads)
     if unread:
-        where = reads.reader or where_defined(type(instance), root)
         raise CheckFailed(
             "convert",
-            _relative(where, root),
+            _relative(reads.reader or where_defined(manager_class, root), root),
             f"our convert emits {', '.join(unread)}, which the host's convert and split never read (renamed? "
             "the values would never reach the trainer)",
         )
+
+
+def run_step(host: str, root: Path, entry: Path, flags: list[str], router: tuple[str, int], dp_size: int) -> StepReport:
+    """train.py's path for rollout 0; raises CheckFailed at the first incompatibility."""
+    train = import_train(root, entry)
+    parsed = _parsed_args(train, host, root, flags, router)
+    args = parsed.args
+    stand_ins = [*parsed.stand_ins, "the placement groups (None: GPU bundles)"]
+    stand_ins += [f"{name} (no engines: the given server serves)" for name in _stand_in_servers(host, root)]
+    reads = KeyReads()
+    hooks = [path for path in (getattr(args, name, None) for name in HOOK_FLAGS) if path]
+    ray = sys.modules["ray"]  # the in-process stand-in (host/stubs.py)
+    with spy_hooks(hooks, reads), stage("manager", root, where_defined(train.create_rollout_manager, root)):
+        manager, _ = train.create_rollout_manager(args, None)  # as train.py calls it; pg: no GPU bundles
+        parallel = {"dp_size": dp_size, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
+        ray.get(manager.set_train_parallel_config.remote(parallel))  # what the train actors report
+    manager_class = type(manager._instance)
+    with spy_hooks(hooks, reads), stage("generate", root, where_defined(manager_class, root)):
+        refs = ray.get(manager.generate.remote(0))
+        ranks = [ray.get(getattr(ref, "inner", ref)) for ref in refs]
+    _silent_breaks(reads, root, manager_class)
     global_sizes = ranks[0]["global_batch_sizes"] if ranks and "global_batch_sizes" in ranks[0] else []
     trajectories = len(set(reads.emitted.get("rollout_ids", [])))
-    return StepReport(trajectories, len(samples), len(global_sizes), len(ranks), stand_ins)
+    return StepReport(trajectories, len(reads.samples), len(global_sizes), len(ranks), stand_ins)
 
 
 def _relative(where: str, root: Path) -> str:
