@@ -89,6 +89,7 @@ BREAKS = [
     ("slime", "sample_counted_split", "FAIL generate: slime/ray/rollout.py:", "unexpected keyword argument"),
     ("slime", "load_function_removed", "FAIL manager: slime/ray/rollout.py:", "cannot import name 'load_function'"),
     ("slime", "group_task_removed", "FAIL generate: slime/rollout/sglang_rollout.py:", "'generate_and_rm_group'"),
+    ("slime", "convert_called_differently", "FAIL generate: slime/ray/rollout.py:", "unexpected keyword argument"),
     ("slime", "flag_removed", "FAIL flags: slime/utils/arguments.py:", "--custom-reward-post-process-path"),
 ]
 

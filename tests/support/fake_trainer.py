@@ -383,6 +383,12 @@ BREAKS: dict[str, tuple[str, str, str]] = {
         "metrics.log_rollout_data(self.args, data, output.metrics, time.time() - start)",
         "[round(sample.reward, 1) for sample in data]",
     ),
+    # the host calls the custom convert with a new keyword (a hook signature that no longer matches)
+    "convert_called_differently": (
+        "{convert}",
+        "data = train_data.convert(self.args, samples)",
+        "data = load_function(self.args.custom_convert_samples_to_train_data_path)(self.args, samples, rollout_id=0)",
+    ),
     # a flag our launch script passes, dropped from the host's parser
     "flag_removed": ("{host}/utils/arguments.py", "DROPPED = ()", 'DROPPED = ("--custom-reward-post-process-path",)'),
 }
