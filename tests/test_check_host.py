@@ -1,10 +1,13 @@
 """The preflight (`python -m mem_agent.check_host`) against fake checkouts built from the host double.
 
-It runs as users run it, in its own process: it imports the checkout, stubs Ray (in-process) and
-whatever the checkout imports that is not installed, and drives one step through the checkout's
-own data source, rollout group task, rollout-id check, metrics and DP split, with our hooks
-against a scripted engine. A compatible checkout passes; an incompatible one fails in one line
-that names the checkout file (and line, where the error was raised inside it).
+It runs as users run it, in its own process, through what the checkout's train.py runs for
+rollout 0: the launch script's own flags through the checkout's parser and validation, its
+create_rollout_manager, and RolloutManager.generate(0) (data source, rollout function, our hooks
+against a scripted engine, the checkout's metrics, our convert, its DP split). The fake
+checkouts are laid out like slime HEAD and like current vime (data source at
+vime/data/data_source.py, convert and split in vime/data/batch_builder.py), so a module path
+written into the preflight would fail one of them. Each kind of break a host could ship fails in
+one line that names the checkout file and line it came from.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent.check_host import build_parser
+from mem_agent.check_host import build_parser, host_flag_words
 from mem_agent.host.namespace import router_address
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.scripted_engine import scripted_engine
 
 PROJECT = Path(__file__).resolve().parents[1]
+PROTOCOL = {"slime": "sglang", "vime": "vllm"}
 
 
 @pytest.fixture(scope="module")
@@ -39,47 +43,73 @@ def preflight(*argv: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize(("host", "protocol"), [("slime", "sglang"), ("vime", "vllm")])
-def test_a_compatible_checkout_passes_one_step_through_its_own_code(tmp_path, engine, host, protocol):
+def check(root: Path, host: str, engine, *flags: str) -> subprocess.CompletedProcess:
+    return preflight("--trainer-root", str(root), "--url", engine.url, "--protocol", PROTOCOL[host], *flags)
+
+
+@pytest.mark.parametrize("host", ["slime", "vime"])
+def test_a_compatible_checkout_passes_one_step_through_its_own_train_path(tmp_path, engine, host):
     root = write_fake_trainer(tmp_path / host, host)
-    result = preflight("--trainer-root", str(root), "--url", engine.url, "--protocol", protocol)
+    if host == "vime":  # current vime's layout: the paths come from its own parser and validation
+        assert (root / "vime/data/data_source.py").is_file() and not (root / "vime/rollout/data_source.py").exists()
+    sent = len(engine.requests)
+    result = check(root, host, engine)
     assert result.returncode == 0, result.stdout + result.stderr
     line = result.stdout.strip()
     assert line.startswith(f"PASS {host} at {root}: 4 trajectories,") and "over dp=2" in line
-    assert "stubbed: ray" in line, "Ray runs in-process"
-    request_key = "input_ids" if protocol == "sglang" else "token_ids"
-    assert engine.requests and all(request_key in body for body in engine.requests[-4:])
+    assert "launch words parsed by the host, in" in line
+    for stand_in in ("Ray in-process", "Megatron-LM's parser", f"the {PROTOCOL[host]} engine's parser"):
+        assert stand_in in line, stand_in
+    assert f"{host}.ray.rollout.start_rollout_servers (no engines" in line, "the engine start-up is stood in"
+    request_key = "input_ids" if host == "slime" else "token_ids"
+    assert len(engine.requests) > sent and all(request_key in body for body in engine.requests[sent:])
 
 
-def test_host_flags_reach_the_hooks_through_the_checkout(tmp_path, engine):
-    """--reward-key set as the parser stores it: the checkout's metrics and split read the dict rewards."""
+def test_host_flags_reach_the_hooks_through_the_checkouts_parser(tmp_path, engine):
+    """--reward-key as a command-line flag: the checkout's parser stores it, its metrics and split read dicts."""
     root = write_fake_trainer(tmp_path / "slime")
     flags = ["--host-flag", 'reward_key="score"', "--host-flag", 'log_reward_category="outcome"']
-    result = preflight("--trainer-root", str(root), "--url", engine.url, "--protocol", "sglang", *flags)
+    result = check(root, "slime", engine, *flags)
     assert result.returncode == 0 and result.stdout.startswith("PASS"), result.stdout + result.stderr
 
 
-@pytest.mark.parametrize(
-    ("incompatible", "flags", "expected"),
-    [
-        (
-            "sample_counted_split",
-            [],
-            "FAIL split: slime/utils/dp_schedule.py: TypeError: build_dp_schedule() got an unexpected keyword "
-            "argument 'rollout_indices'",
-        ),
-        (
-            "float_rewards",
-            ["--host-flag", 'reward_key="score"'],
-            "FAIL metrics: slime/observability/rollout_metrics.py:2: TypeError:",
-        ),
-    ],
-)
-def test_an_incompatible_checkout_fails_in_one_line_naming_its_file(tmp_path, engine, incompatible, flags, expected):
-    root = write_fake_trainer(tmp_path / "slime", incompatible=incompatible)
-    result = preflight("--trainer-root", str(root), "--url", engine.url, "--protocol", "sglang", *flags)
-    assert result.returncode == 1 and result.stdout.startswith(expected), result.stdout + result.stderr
+BREAKS = [
+    ("slime", "sample_field_renamed", "FAIL sample: slime/utils/types.py:", "rollout_log_probs (mem_agent/rollout.py:"),
+    ("vime", "sample_field_renamed", "FAIL sample: vime/utils/types.py:", "declares no such field"),
+    ("slime", "renamed_everywhere", "FAIL sample: slime/utils/types.py:", "rollout_log_probs"),
+    ("slime", "split_key_renamed", "FAIL convert: slime/ray/rollout.py:", "emits rollout_log_probs, which the host"),
+    ("vime", "split_key_renamed", "FAIL convert: vime/data/batch_builder.py:", "emits rollout_log_probs"),
+    ("slime", "convert_requires_key", "FAIL generate: slime/ray/rollout.py:", "AssertionError"),
+    ("vime", "convert_requires_key", "FAIL generate: vime/data/batch_builder.py:", "AssertionError"),
+    ("slime", "split_reads_new_key", "FAIL generate: slime/ray/rollout.py:", "KeyError: 'prompt_starts'"),
+    ("vime", "split_reads_new_key", "FAIL generate: vime/data/batch_builder.py:", "KeyError: 'prompt_starts'"),
+    ("slime", "generate_rollout_removed", "FAIL manager: slime/ray/rollout.py:", "no attribute 'generate_rollout'"),
+    ("vime", "generate_rollout_removed", "FAIL manager: vime/ray/rollout.py:", "no attribute 'generate_rollout'"),
+    ("slime", "train_removed", "FAIL train: train.py: missing", "the trainer's entry point"),
+    ("slime", "sample_counted_split", "FAIL generate: slime/ray/rollout.py:", "unexpected keyword argument"),
+    ("slime", "load_function_removed", "FAIL manager: slime/ray/rollout.py:", "cannot import name 'load_function'"),
+    ("slime", "group_task_removed", "FAIL generate: slime/rollout/sglang_rollout.py:", "'generate_and_rm_group'"),
+    ("slime", "convert_called_differently", "FAIL generate: slime/ray/rollout.py:", "unexpected keyword argument"),
+    ("slime", "flag_removed", "FAIL flags: slime/utils/arguments.py:", "--custom-reward-post-process-path"),
+]
+
+
+@pytest.mark.parametrize(("host", "incompatible", "prefix", "detail"), BREAKS)
+def test_each_kind_of_break_fails_in_one_line_naming_its_file(tmp_path, engine, host, incompatible, prefix, detail):
+    """A break that used to pass silently (a renamed Sample field, a key the split no longer
+    forwards) fails as surely as one that raises, at the checkout's file and line."""
+    root = write_fake_trainer(tmp_path / host, host, incompatible=incompatible)
+    result = check(root, host, engine)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith(prefix) and detail in result.stdout, result.stdout + result.stderr[-2000:]
     assert len(result.stdout.strip().splitlines()) == 1
+
+
+def test_float_rewards_under_a_reward_key_fail_at_the_checkout_line(tmp_path, engine):
+    root = write_fake_trainer(tmp_path / "slime", incompatible="float_rewards")
+    result = check(root, "slime", engine, "--host-flag", 'reward_key="score"')
+    assert result.returncode == 1 and result.stdout.startswith("FAIL generate: slime/ray/rollout.py:"), result.stdout
+    assert "TypeError" in result.stdout
 
 
 def test_a_refused_flag_is_reported_at_the_generate_step(tmp_path, engine):
@@ -87,9 +117,7 @@ def test_a_refused_flag_is_reported_at_the_generate_step(tmp_path, engine):
     host_filter = (
         'dynamic_sampling_filter_path="vime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"'
     )
-    result = preflight(
-        "--trainer-root", str(root), "--url", engine.url, "--protocol", "vllm", "--host-flag", host_filter
-    )
+    result = check(root, "vime", engine, "--host-flag", host_filter)
     assert result.returncode == 1 and result.stdout.startswith("FAIL generate: ")
     assert "use mem_agent.dynamic_filter.keep_groups_with_reward_contrast" in result.stdout
 
@@ -115,6 +143,27 @@ def test_user_mistakes_are_one_line_with_exit_status_2(tmp_path, argv, message):
     argv = [item.format(tmp=tmp_path, root=root, both=both) for item in argv]
     result = preflight(*argv)
     assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_launch_setting_the_script_refuses_is_a_user_mistake(tmp_path, monkeypatch):
+    """The flags come from the launch script's dry run: what it refuses, the preflight reports, exit 2."""
+    root = write_fake_trainer(tmp_path / "slime")
+    monkeypatch.setenv("MEM_MODE", "bogus")
+    result = preflight("--trainer-root", str(root), "--url", "http://127.0.0.1:9")
+    assert result.returncode == 2 and "the launch script refused these settings" in result.stderr, result.stderr
+    assert "MEM_MODE=bogus" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("items", "words"),
+    [
+        (['reward_key="score"'], ["--reward-key", "score"]),
+        (["use_tis=true", "partial_rollout=false"], ["--use-tis"]),
+        (['rollout_stop=["a", "b"]', "eps_clip=0.3"], ["--rollout-stop", "a", "b", "--eps-clip", "0.3"]),
+    ],
+)
+def test_host_flags_become_the_words_of_a_command_line(items, words):
+    assert host_flag_words(items) == words
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ import pytest
 from mem_agent import rollout
 from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.dynamic_filter import keep_groups_with_reward_contrast
+from mem_agent.host.clients import close_clients
 from mem_agent.host.flags import HostConfigError, check_host_args
 from mem_agent.settings.config import AgentMode, MemAgentConfig
 from support.hook_bench import (
@@ -29,10 +30,12 @@ from support.hook_bench import (
     until,
 )
 from support.host import filters
+from support.host.data_source import DataSource
 from support.host.eval_loop import eval_rollout_single_dataset
 from support.host.metrics import log_eval_rollout_data
 from support.host.rollout_loop import RolloutState, abort, generate_and_rm_group, sampling_params
 from support.host.sample import Sample
+from support.host.step import run_step
 from support.host.train_data import flatten_rollout
 from support.scripted_engine import scripted_engine
 from support.trainer_rows import trainer_rows
@@ -115,6 +118,54 @@ def test_our_dynamic_filter_drops_groups_without_contrast_and_over_sampling_refi
     seen = [group[0][0].group_index for group in result.output.all_groups]
     assert len(seen) == len(set(seen)) and max(seen) >= 3, "a refill continues the run's group numbering"
     assert set(result.data["raw_reward"]) == {0.0, 1.0}
+
+
+def test_our_dynamic_filter_ends_a_rollout_on_a_model_without_contrast(tokenizer, rows, caplog):
+    """A model that always scores 0: each rollout drops MEM_FILTER_MAX_ROUNDS rounds, then keeps what it has.
+
+    The host (slime's loop, which the double mirrors) would draw new prompts without end; the
+    bound makes every rollout end after rounds x --over-sampling-batch-size drops and warn once.
+    """
+    always_wrong = right_for_even_seeds(rows, hard=[row["prompt"] for row in rows])
+    with (
+        small_agent(MEM_FILTER_MAX_ROUNDS="2"),
+        host_modules_loaded(),
+        scripted_engine(tokenizer, always_wrong) as engine,
+        caplog.at_level("WARNING", logger="mem_agent.dynamic_filter"),
+    ):
+        args = bench_args(
+            engine.url,
+            n=2,
+            rollout_batch_size=2,
+            over_sampling_batch_size=3,
+            global_batch_size=4,
+            dynamic_sampling_filter_path="mem_agent.dynamic_filter.keep_groups_with_reward_contrast",
+        )
+        source = DataSource(rows, args.n_samples_per_prompt)
+        results = [run_step(args, source, closers=(close_clients,)) for _ in range(2)]
+    drops = [result.output.metrics["rollout/dynamic_filter/drop_zero_std_0.0"] for result in results]
+    assert drops[0] >= 2 * 3, "2 rounds of 3 dropped before the first rollout keeps what it has"
+    # A group finishing in the same host wait as the rollout's last one is judged by the next
+    # rollout's count (module docstring): a rollout's drops may be off by the groups in flight.
+    assert all(count <= 2 * 3 + 3 for count in drops), drops
+    for result in results:
+        assert len(result.output.samples) == 2 and set(result.data["raw_reward"]) == {0.0}
+        drawn = {group[0][0].group_index for group in result.output.all_groups}
+        assert len(drawn) <= 2 * 3 + 3 + 2, "no draw beyond the bound's rounds and the groups in flight"
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 2 and all("MEM_FILTER_MAX_ROUNDS=2 rounds of 3" in text for text in warnings)
+
+
+def test_the_filter_bound_counts_each_rollout_afresh():
+    """Drops of one rollout never count towards the next: the bound is per rollout, a full batch resets it."""
+    args = bench_args("http://127.0.0.1:9", rollout_batch_size=1, over_sampling_batch_size=1)
+    same = [_trajectory(0, 0, 0.0, 2), _trajectory(0, 1, 0.0, 2)]
+    contrast = [_trajectory(0, 0, 1.0, 2), _trajectory(0, 1, 0.0, 2)]
+    with small_agent(MEM_FILTER_MAX_ROUNDS="3"):
+        first = [keep_groups_with_reward_contrast(args, same) for _ in range(4)]
+        second = [keep_groups_with_reward_contrast(args, group) for group in (same, same, contrast, same)]
+    assert first == [False, False, False, True], "three rounds of one dropped, then kept"
+    assert second == [False, False, True, False], "a new rollout drops again; its contrast group fills it"
 
 
 def _trajectory(group: int, rollout_id: int, reward: float, turns: int, status=Sample.Status.COMPLETED):

@@ -1,95 +1,57 @@
-"""Preflight: one small rollout step of our hooks through your own slime or vime checkout.
+"""Preflight: one rollout step of our hooks through your own slime or vime checkout, as train.py runs it.
 
     python -m mem_agent.check_host --trainer-root ~/slime --url http://127.0.0.1:30000 --protocol sglang
     python -m mem_agent.check_host --trainer-root ~/vime --local-stack
 
-Run it on a laptop before spending GPU hours. It imports the checkout's own code and drives one
-step the way the trainer will, with the flags you pass:
+Run it on a laptop before spending GPU hours. It asks our launch script (run-qwen3-4b-train.sh,
+dry run) for the exact flags it would submit, scaled to one rollout of a few prompts, and then
+runs what the checkout's train.py runs for rollout 0:
 
-    sample     the host's RolloutDataSource builds the prompt groups (its Sample, its numbering)
-    generate   its generate_and_rm_group runs our generate hook per group (semaphore, sample
-               hooks, rm, abort_mode), against the local CPU stack or the server at --url
-    validate   its rollout-id contract check, then the flattening
-    metrics    its log_rollout_data over the flat samples (--reward-key and friends read there)
-    convert    our convert, loaded through its load_function by the path the launch script passes
-    split      its DP split: vime's BatchBuilder.split_by_dp, or slime's build_dp_schedule and
-               tensorize_rollout_data_for_training (slime's own _split_train_data_by_dp is a method
-               of its Ray actor and is not imported; the same two calls are all it does with our data)
+    train      train.py imported (its imports are the checkout's layout)
+    flags      the checkout's own parser over those flags (an unknown flag fails), then its own
+               validation, which fills the derived values
+    manager    its create_rollout_manager builds its RolloutManager, which loads the data source
+               and rollout function by the paths args hold (the checkout's defaults) and our hooks
+    generate   ray.get(manager.generate.remote(0)): the rollout, our hooks against the local CPU
+               stack or the server at --url, the checkout's post-processing and metrics, our
+               convert, its DP split
+    sample     every attribute our hooks set on a Sample is a field of its Sample
+    convert    every key our convert emits is read by its convert or split
 
-It prints one PASS line, or the first incompatibility in one line with the checkout file (and line,
-where the error was raised inside the checkout) it came from, and exits 0 or 1. Ray runs
-in-process and modules the checkout needs but this machine lacks (SGLang, Megatron, wandb, ...)
-are stubbed (`host_stubs`), so no GPU, Megatron or SGLang install is needed; the flags you pass
-are set on the trainer's args as its parser would leave them.
+It prints one PASS line listing what it stood in for, or the first incompatibility in one line
+with the checkout file and line it came from, and exits 0 or 1. Only what needs a GPU, Megatron
+or the rollout engine is stood in for (host/preflight_*.py say how): Ray runs in-process,
+modules this machine lacks are import-time placeholders (`host_stubs`), Megatron's and the
+engine's parsers accept their flags, placement groups are None and the engine start-up starts no
+engine.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import importlib
 import json
 import os
 import sys
 import tempfile
 import time
-import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from mem_agent.common.usage import UsageError
 from mem_agent.host import stubs as host_stubs
-from mem_agent.host.clients import close_clients
-from mem_agent.host.namespace import host_namespace
+from mem_agent.host.namespace import router_address
+from mem_agent.host.preflight_launch import LaunchFlags, launch_flags
+from mem_agent.host.preflight_step import CheckFailed, StepReport, run_step
 
 HOSTS = ("slime", "vime")
-
-
-class CheckFailed(Exception):
-    def __init__(self, stage: str, where: str, detail: str) -> None:
-        super().__init__(f"FAIL {stage}: {where}: {detail}")
 
 
 @dataclass
 class Host:
     name: str
     root: Path
-
-    def module(self, stage: str, dotted: str) -> Any:
-        try:
-            return importlib.import_module(f"{self.name}.{dotted}")
-        except Exception as error:  # any import failure is the finding this command reports
-            where, detail = _describe(error, self.root)
-            raise CheckFailed(stage, self.file(dotted), f"{where}: {detail}" if where else detail) from None
-
-    def file(self, dotted: str) -> str:
-        return f"{self.name}/{dotted.replace('.', '/')}.py"
-
-
-def _describe(error: BaseException, root: Path) -> tuple[str | None, str]:
-    """(`file:line` of the deepest frame inside the checkout, or None), and `Type: message`."""
-    where = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        path = Path(frame.filename)
-        if path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
-            where = f"{path.resolve().relative_to(root.resolve())}:{frame.lineno}"
-    message = " ".join(str(error).split()) or "(no message)"
-    return where, f"{type(error).__name__}: {message[:300]}"
-
-
-@contextlib.contextmanager
-def stage(name: str, host: Host, dotted: str) -> Iterator[None]:
-    """Report an error of the stage at the checkout line that raised it, else at the stage's file."""
-    try:
-        yield
-    except CheckFailed:
-        raise
-    except Exception as error:
-        where, detail = _describe(error, host.root)
-        raise CheckFailed(name, where or host.file(dotted), detail) from None
 
 
 def detect_host(root: Path) -> Host:
@@ -100,12 +62,12 @@ def detect_host(root: Path) -> Host:
         raise UsageError(f"--trainer-root {root} holds both slime/ and vime/: point it at one checkout")
     if not found:
         raise UsageError(f"--trainer-root {root} has no slime/ or vime/ package folder: not a slime or vime checkout")
-    return Host(found[0], root)
+    return Host(found[0], root.resolve())
 
 
 def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
     if data is not None:
-        return data
+        return data.resolve()
     from mem_agent.data.contexts import render_context
     from mem_agent.data.qa_rows import parse_row
     from mem_agent.data.synthetic_qa import generate
@@ -119,83 +81,23 @@ def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
     return path
 
 
-def run_checks(host: Host, args: argparse.Namespace, options: argparse.Namespace) -> str:
-    rollout_module = "rollout.sglang_rollout" if host.name == "slime" else "rollout.vllm_rollout"
-    with stage("sample", host, "rollout.data_source"):
-        source = host.module("sample", "rollout.data_source").RolloutDataSource(args)
-        groups = source.get_samples(args.rollout_batch_size)
-    rollout_code = host.module("generate", rollout_module)
-    with stage("generate", host, rollout_module):
-        output = asyncio.run(_generate(rollout_code, args, groups))
-    utils = host.module("validate", "observability.rollout_data_utils")
-    with stage("validate", host, "observability.rollout_data_utils"):
-        utils.validate_rollout_id_annotated(output)
-        samples = output
-        while isinstance(samples[0], list):
-            samples = [item for group in samples for item in group]
-    metrics = host.module("metrics", "observability.rollout_metrics")
-    with stage("metrics", host, "observability.rollout_metrics"):
-        metrics.log_rollout_data(0, args, samples, {}, 1.0)
-    misc = host.module("convert", "utils.misc")
-    with stage("convert", host, "utils.misc"):
-        data = misc.load_function(args.custom_convert_samples_to_train_data_path)(args, samples)
-    steps = _split(host, args, data, options.dp_size)
-    trajectories = len(set(data["rollout_ids"]))
-    stubbed = ", ".join(host_stubs.installed())
-    return (
-        f"PASS {host.name} at {host.root}: {trajectories} trajectories, {len(samples)} turn rows, {steps} optimizer "
-        f"step(s) of {args.global_batch_size} trajectories over dp={options.dp_size}, mean reward "
-        f"{_mean_reward(data):.2f} (stubbed: {stubbed})"
-    )
-
-
-def _mean_reward(data: dict[str, Any]) -> float:
-    """The trajectories' mean raw reward (every turn row of a trajectory carries the trajectory's)."""
-    per_trajectory = {}
-    for rollout_id, reward in zip(data["rollout_ids"], data["raw_reward"], strict=True):
-        per_trajectory[rollout_id] = float(reward)
-    return sum(per_trajectory.values()) / max(len(per_trajectory), 1)
-
-
-async def _generate(rollout_code: Any, args: argparse.Namespace, groups: list[list[Any]]) -> list[Any]:
-    try:
-        params = rollout_code.GenerateState(args).sampling_params
-        tasks = [rollout_code.generate_and_rm_group(args, group, params.copy(), evaluation=False) for group in groups]
-        return list(await asyncio.gather(*tasks))
-    finally:
-        await close_clients()  # our hooks' HTTP sessions on this event loop, which ends here
-
-
-def _split(host: Host, args: argparse.Namespace, data: dict[str, Any], dp_size: int) -> int:
-    parallel = {"dp_size": dp_size, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
-    builder_file = Path(host.root, host.name, "data", "batch_builder.py")
-    if builder_file.is_file():
-        builder_module = host.module("split", "data.batch_builder")
-        with stage("split", host, "data.batch_builder"):
-            builder = builder_module.BatchBuilder(args)
-            builder.train_parallel_config = parallel
-            ranks = _rank_data(builder.split_by_dp(data))
-            return len(ranks[0]["global_batch_sizes"])
-    schedule = host.module("split", "utils.dp_schedule")
-    utils = host.module("split", "observability.rollout_data_utils")
-    with stage("split", host, "utils.dp_schedule"):
-        total_lengths = [len(tokens) for tokens in data["tokens"]]
-        partitions, micro, num_micro, global_sizes = schedule.build_dp_schedule(
-            args, parallel, total_lengths, global_batch_size=args.global_batch_size, rollout_indices=data["rollout_ids"]
-        )
-        for rank, partition in enumerate(partitions):
-            rank_data = {key: [data[key][i] for i in partition] for key in ("tokens", "loss_masks") if key in data}
-            rank_data |= {"rollout_mask_sums": [data["rollout_mask_sums"][i] for i in partition]}
-            rank_data |= {"micro_batch_indices": micro[rank], "num_microbatches": num_micro}
-            utils.tensorize_rollout_data_for_training(rank_data)
-        return len(global_sizes)
-
-
-def _rank_data(refs: list[Any]) -> list[dict[str, Any]]:
-    """Each rank's data from the host's per-rank refs (`Box(ray.put(...))`), through the in-process Ray."""
-    import ray  # the in-process stand-in installed by host_stubs
-
-    return [ray.get(getattr(ref, "inner", ref)) for ref in refs]
+def host_flag_words(items: list[str]) -> list[str]:
+    """`--host-flag reward_key="score"` as the words a command line has: `--reward-key score`."""
+    words: list[str] = []
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--host-flag {item!r} must be NAME=VALUE, with the flag's attribute name")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif value is not False:
+            words += [flag, *(map(str, value) if isinstance(value, list) else [str(value)])]
+    return words
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -223,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a trainer flag as the parser stores it, e.g. reward_key=score (repeatable; JSON values allowed)",
+        help="a trainer flag added to the launch script's, by its attribute name, e.g. reward_key=score for "
+        "--reward-key score (repeatable; JSON values; default: none)",
     )
     return parser
 
@@ -239,23 +142,52 @@ def _server(options: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[s
     return options.url, options.protocol or "", options.hf_checkpoint or str(bundled_qwen3_dir())
 
 
+def _pass_line(host: Host, options: argparse.Namespace, launch: LaunchFlags, report: StepReport, seconds: float) -> str:
+    stand_ins = [f"Ray in-process, stubbed modules: {', '.join(host_stubs.installed())}"]
+    stand_ins += [*launch.stand_ins, *report.stand_ins]
+    return (
+        f"PASS {host.name} at {host.root}: {report.trajectories} trajectories, {report.rows} turn rows, "
+        f"{report.steps} optimizer step(s) of {options.n_samples} trajectories over dp={report.ranks}, "
+        f"mean reward {report.mean_reward:.2f}, {len(launch.flags)} launch words parsed by the host, "
+        f"in {seconds:.1f} s (stood in: {'; '.join(stand_ins)})"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
     try:
         host = detect_host(options.trainer_root.expanduser())
         if min(options.num_prompts, options.n_samples, options.dp_size) < 1:
             raise UsageError("--num-prompts, --n-samples and --dp-size must be positive integers")
+        extra = host_flag_words(options.host_flag)
+        router = router_address(options.url) if options.url else None
         with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="check_host_") as workdir:
             url, protocol, tokenizer = _server(options, stack)
             if protocol:
                 os.environ["MEM_PROTOCOL"] = protocol
             prompts = _prompt_file(Path(workdir), options.num_prompts, options.data)
-            args = host_namespace(host.name, url, tokenizer, prompts, options)
+            scale = {
+                "prompts": options.num_prompts,
+                "samples": options.n_samples,
+                "global_batch_size": options.n_samples,
+                "gpus": options.dp_size,
+            }
+            launch = launch_flags(
+                host.root,
+                host.name,
+                hf_checkpoint=tokenizer,
+                prompts=prompts,
+                workdir=Path(workdir),
+                scale=scale,
+                extra=extra,
+            )
             sys.path.insert(0, str(host.root))
             host_stubs.install(host.root)
             started = time.monotonic()
-            line = run_checks(host, args, options)
-            print(f"{line} in {time.monotonic() - started:.1f} s")
+            report = run_step(
+                host.name, host.root, launch.entry, launch.flags, router or router_address(url), options.dp_size
+            )
+            print(_pass_line(host, options, launch, report, time.monotonic() - started))
             return 0
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -4,8 +4,9 @@ It answers vLLM's `/inference/v1/generate` (vime) and SGLang's `/generate` (slim
 shapes, with token ids from the real Qwen3 tokenizer: every response is `\\boxed{<answer>}`
 followed by `<|im_end|>`, where `answer(prompt_text, seed)` is the test's policy (so a test
 decides which trajectories are right), cut at `max_tokens`. It also serves what a host's
-server-wide abort calls: `GET /workers` (itself) and `POST /abort_requests` (every held request
-then ends with finish reason `abort`). With `hold_from=k`, request k and later wait until
+server-wide abort calls: `GET /workers` (itself), `POST /abort_requests` (vime; SGLang's
+`/abort_request` for slime alike: every held request then ends with finish reason `abort`) and
+SGLang's `GET /v1/loads` (always idle). With `hold_from=k`, request k and later wait until
 released or aborted, so a test can end a rollout step while trajectories are in flight; a held
 request whose client hung up is counted in `disconnected` (what a request-mode abort causes), and
 `wait_for_disconnects` wakes a test as each hang-up is counted.
@@ -52,6 +53,8 @@ class ScriptedEngine(BackgroundApp):
         app.router.add_post("/generate", self._sglang)
         app.router.add_get("/workers", self._workers)
         app.router.add_post("/abort_requests", self._abort_requests)
+        app.router.add_post("/abort_request", self._abort_requests)  # SGLang's spelling (slime's abort)
+        app.router.add_get("/v1/loads", self._loads)
         return app
 
     def release(self) -> None:
@@ -65,6 +68,10 @@ class ScriptedEngine(BackgroundApp):
 
     async def _workers(self, request: web.Request) -> web.Response:
         return web.json_response({"workers": [{"url": self.url}]})
+
+    async def _loads(self, request: web.Request) -> web.Response:
+        """SGLang's load report, which slime polls after an abort until the engine is idle."""
+        return web.json_response({"loads": [{"num_reqs": 0}]})
 
     async def _abort_requests(self, request: web.Request) -> web.Response:
         self.server_aborts += 1

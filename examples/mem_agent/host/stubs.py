@@ -3,7 +3,9 @@
 Exactly two kinds of module are replaced, and nothing else:
 
 - `ray`, always, by an in-process stand-in: `ray.put` keeps the object, `ray.get` returns it,
-  `ray.remote` returns the class or function unchanged, `ray.init` does nothing. The host's
+  `ray.remote` on a class gives an actor class whose `.options(...).remote(...)` builds the
+  instance here and whose handle's `method.remote(...)` calls it at once (so train.py's
+  `ray.get(manager.generate.remote(0))` runs as written), `ray.init` does nothing. The host's
   rollout path only uses Ray to ship data between its actors; a real `ray.put` would start a
   local cluster, which the preflight neither needs nor should leave behind.
 - a module that is not installed here and is imported by a file inside the trainer checkout
@@ -84,15 +86,64 @@ def _ray_module() -> types.ModuleType:
             return [get(ref) for ref in refs]
         return refs.value if isinstance(refs, ObjectRef) else refs
 
+    class _Method:
+        def __init__(self, method: Any) -> None:
+            self.method = method
+
+        def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
+            return ObjectRef(self.method(*args, **kwargs))
+
+        def options(self, **kwargs: Any) -> _Method:
+            return self
+
+    class ActorHandle:
+        """An actor built in this process: `handle.method.remote(...)` calls it now."""
+
+        def __init__(self, instance: Any) -> None:
+            self._instance = instance
+
+        def __getattr__(self, name: str) -> Any:
+            return _Method(getattr(self._instance, name))
+
+    class ActorClass:
+        def __init__(self, cls: type) -> None:
+            self.cls = cls
+            self.__name__ = cls.__name__
+            self.__qualname__ = cls.__qualname__
+            self.__module__ = cls.__module__
+
+        def options(self, **kwargs: Any) -> ActorClass:
+            return self
+
+        def remote(self, *args: Any, **kwargs: Any) -> ActorHandle:
+            return ActorHandle(self.cls(*args, **kwargs))
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            raise TypeError(f"Actors cannot be instantiated directly: use {self.__name__}.remote()")
+
+    class RemoteFunction:
+        def __init__(self, function: Any) -> None:
+            self.function = function
+
+        def options(self, **kwargs: Any) -> RemoteFunction:
+            return self
+
+        def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
+            return ObjectRef(self.function(*args, **kwargs))
+
+    def _wrap(target: Any) -> Any:
+        return ActorClass(target) if isinstance(target, type) else RemoteFunction(target)
+
     def remote(*args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and callable(args[0]):
-            return args[0]
-        return lambda target: target
+            return _wrap(args[0])
+        return _wrap
 
     ray = _StubModule("ray")
     ray.__path__ = []  # a package: `ray.util.*` and friends resolve to stand-ins
     for name, value in {
         "ObjectRef": ObjectRef,
+        "actor": types.SimpleNamespace(ActorHandle=ActorHandle, ActorClass=ActorClass),
         "put": put,
         "get": get,
         "remote": remote,

@@ -200,6 +200,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure.", shapes_answers=False),
     Setting(
+        "MEM_FILTER_MAX_ROUNDS",
+        "filter_max_rounds",
+        8,
+        "positive int",
+        "Dynamic filter: rounds of dropped groups (x --over-sampling-batch-size) a rollout may draw before it"
+        " keeps groups without contrast.",
+        shapes_answers=False,
+    ),
+    Setting(
         "MEM_PROTOCOL",
         "protocol",
         ProtocolChoice.AUTO,
@@ -241,6 +250,7 @@ class MemAgentConfig:
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     max_retries: int = 3
+    filter_max_rounds: int = 8
     protocol: ProtocolChoice = ProtocolChoice.AUTO
     tokenizer: TokenizerBackend = TokenizerBackend.AUTO
 

@@ -17,10 +17,11 @@ from support.host.sample import Sample
 
 
 class DataSource:
-    def __init__(self, rows: list[dict[str, Any]], n_samples_per_prompt: int) -> None:
+    def __init__(self, rows: list[dict[str, Any]], n_samples_per_prompt: int, sample_type: type = Sample) -> None:
+        """`sample_type`: the checkout's own Sample class, where a fake checkout defines one."""
         assert rows, "no prompt rows"
         self.prompts = [
-            Sample(prompt=row["prompt"], label=row.get("label"), metadata=copy.deepcopy(row.get("metadata") or {}))
+            sample_type(prompt=row["prompt"], label=row.get("label"), metadata=copy.deepcopy(row.get("metadata") or {}))
             for row in rows
         ]
         self.n_samples_per_prompt = n_samples_per_prompt
