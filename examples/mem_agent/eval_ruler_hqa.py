@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,9 +40,10 @@ from mem_agent.agent.scoring import ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
-from mem_agent.common.jsonstream import DataFormatError, count_json_array_items
-from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items, resolve_files
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.paths import inside
+from mem_agent.common.usage import UsageError, gather, problems_to_error
+from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, iter_items, resolve_files
 from mem_agent.evaluation.report import (
     EvalFileReport,
     ReuseError,
@@ -49,7 +52,7 @@ from mem_agent.evaluation.report import (
     settings_facts,
     write_reports,
 )
-from mem_agent.evaluation.results import ResultStore, read_results, summarize
+from mem_agent.evaluation.results import ResultStore, completed_ids, read_results, summarize
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
     add_sampling_flags,
@@ -57,6 +60,7 @@ from mem_agent.inference.agent_flags import (
     build_agent,
     client_settings,
     config_from_args,
+    reach_servers,
     sampling_from_args,
 )
 from mem_agent.inference.client import ClientSettings
@@ -75,6 +79,7 @@ class Evaluator:
         self.questions_in_flight = questions_in_flight
         self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
         self.failed = 0
+        self.reasons: Counter[str] = Counter()  # why items failed, for the console
         self.finished = 0  # items this run evaluated (failed ones included)
         self.context_tokens = 0
         self.started = time.monotonic()
@@ -151,7 +156,9 @@ class Evaluator:
         record["seconds"] = round(time.monotonic() - begun, 3)
         store.append(record)
         self.finished += 1
-        self.failed += record["status"] != "completed"
+        if record["status"] != "completed":
+            self.failed += 1
+            self.reasons[_reason(record)] += 1
         self.context_tokens += int(record.get("context_tokens", 0))
         elapsed = max(time.monotonic() - self.started, 1e-9)
         progress.set_postfix(
@@ -161,6 +168,12 @@ class Evaluator:
             refresh=False,
         )
         progress.update(1)
+
+
+def _reason(record: dict[str, Any]) -> str:
+    """A failed item's error in one line, short enough to count alike failures together."""
+    text = " ".join(str(record.get("error") or record["status"]).split())
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,18 +206,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="only check the arguments, the MEM_* settings and that earlier results in --output-dir"
-        " were made with the same answer-shaping settings, prompt file and tokenizer (all the run compares"
-        " but the data's item counts); contact no server, write nothing (exit 0 or 2)",
+        help="only check the arguments, the MEM_* settings, every eval file that exists (read in full) and that"
+        " earlier results in --output-dir were made with the same answer-shaping settings, prompt file, tokenizer"
+        " and data; print 'left to run: N' (items without a finished result; ? while files are missing);"
+        " contact no server, write nothing (exit 0 or 2) (default: off)",
     )
     return parser
 
 
 def _check_positive(args: argparse.Namespace) -> None:
-    for flag in ("concurrency", "questions_in_flight", "limit"):
-        value = getattr(args, flag)
-        if value is not None and value <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} {value} must be a positive integer")
+    problems_to_error(
+        [
+            f"--{flag.replace('_', '-')} {value} must be a positive integer"
+            for flag in ("concurrency", "questions_in_flight", "limit")
+            if (value := getattr(args, flag)) is not None and value <= 0
+        ]
+    )
 
 
 async def _evaluate_all(args, servers, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
@@ -222,28 +239,50 @@ def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[C
     return [client_settings(url, args, config, args.concurrency) for url in args.url]
 
 
+def _checked_data(
+    args: argparse.Namespace, files: Sequence[EvalFile]
+) -> tuple[dict[EvalFile, int], dict[EvalFile, int], int]:
+    """Every file read in full by the one eval-file checker, every bad file named at once: each
+    file's item count, the count the run has (`--limit` applied), and how many of those have no
+    finished result."""
+    item_ids = dict(zip(files, gather(*(functools.partial(check_eval_file, f.path) for f in files)), strict=True))
+    expected = {f: min(len(ids), f.limit or sys.maxsize) for f, ids in item_ids.items()}
+    left = 0
+    for file, ids in item_ids.items():
+        done = set() if args.force else completed_ids(args.output_dir / file.results_name)
+        left += sum(item_id not in done for item_id in ids[: expected[file]])
+    return {f: len(ids) for f, ids in item_ids.items()}, expected, left
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        _check_positive(args)
-        config = config_from_args(args)
-        sampling = sampling_from_args(args)
-        if args.check:  # the data, the model and the server may not exist yet
-            if not args.force:
-                check_reuse(args.output_dir, facts_known_without_a_server(args.tokenizer, config, sampling))
-            return 0
-        servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
-        files = resolve_files(args)
-        agent = build_agent(args.tokenizer, config)
-        sizes = {f: count_json_array_items(f.path) for f in files}
-        expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
-        facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts)
+        config, sampling, _ = gather(
+            lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: _check_positive(args)
+        )
+        # With --check the demo's files may not be made yet: those present are read in full.
+        files = resolve_files(args, allow_missing=args.check)
+        present = [f for f in files if f.path.is_file()]
+        sizes, expected, left = _checked_data(args, present)
+        facts = facts_known_without_a_server(args.tokenizer, config, sampling)
         facts["data"] = {f.label: n for f, n in sizes.items()}
-        earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
-        stores = {f: ResultStore.open(args.output_dir / f.results_name, force=args.force) for f in files}
+        if args.check or not left:  # the model and the server are not needed
+            earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
+            if args.check:
+                print(f"left to run: {left if files and len(present) == len(files) else '?'}")
+                return 0
+        else:
+            servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
+            reach_servers(servers)
+            agent = build_agent(args.tokenizer, config)
+            facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | {"data": facts["data"]}
+            earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
+            stores = {f: ResultStore.open(inside(args.output_dir, f.results_name), force=args.force) for f in files}
     except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if not left:
+        return _report_only(args, files, expected, earlier_runs)
     for file, store in stores.items():
         if store.report.kept or store.report.repaired_partial_line:
             print(
@@ -264,13 +303,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         for file, store in stores.items()
     ]
     reused = sum(store.report.kept for store in stores.values())
-    if evaluator.finished:
-        run = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
-        earlier_runs = [*earlier_runs, run | facts | _run_facts(args, evaluator, seconds)]
-    else:
-        print(f"nothing new to run: all {reused} results come from earlier runs, which summary.json describes")
-    write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot)
+    run = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
+    earlier_runs = [*earlier_runs, run | facts | _run_facts(args, evaluator, seconds)]
+    write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot, keep_other_labels=not args.force)
+    _explain_failures(evaluator.reasons, [store.path for store in stores.values()])
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
+
+
+def _report_only(
+    args: argparse.Namespace, files: Sequence[EvalFile], expected: dict[EvalFile, int], runs: list[dict[str, Any]]
+) -> int:
+    """Every item already has a finished result: the report is rewritten, nothing is started."""
+    reports = []
+    for file in files:
+        records = read_results(args.output_dir / file.results_name)
+        print(f"{file.path.name}: {len(records)} done (results of earlier runs, reused)")
+        reports.append(
+            EvalFileReport(file.label, file.path, summarize(records, expected[file]) | {"reused": len(records)})
+        )
+    print(
+        f"nothing new to run: all {sum(expected.values())} results come from earlier runs, which summary.json describes"
+    )
+    write_reports(reports, args.output_dir, runs, plot=not args.no_plot, keep_other_labels=True)
+    return 0
+
+
+def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:
+    """Why items failed, on the console: the commonest reasons with their counts, and where the rest is."""
+    if not reasons:
+        return
+    lines = [f"{sum(reasons.values())} item(s) failed (scored as wrong); the commonest reasons:"]
+    lines += [f"  {count} x {reason}" for reason, count in reasons.most_common(3)]
+    lines.append(f"details: the 'error' field of the failed lines in {', '.join(map(str, paths))}")
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from mem_agent.agent.scoring import extract_boxed
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.common.console import program_name
-from mem_agent.common.usage import UsageError
+from mem_agent.common.usage import UsageError, gather
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
     add_sampling_flags,
@@ -111,8 +111,7 @@ async def _run(args: argparse.Namespace, agent: MemoryAgent, document: str, samp
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config = config_from_args(args)
-        sampling = sampling_from_args(args)
+        config, sampling = gather(lambda: config_from_args(args), lambda: sampling_from_args(args))
         client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
         agent = build_agent(args.tokenizer, config)
         document = read_document(args.document)
