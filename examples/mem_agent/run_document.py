@@ -32,6 +32,7 @@ from mem_agent.inference.agent_flags import (
     build_agent,
     client_settings,
     config_from_args,
+    reach_servers,
     sampling_from_args,
 )
 from mem_agent.inference.client import RolloutClient
@@ -112,8 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config, sampling = gather(lambda: config_from_args(args), lambda: sampling_from_args(args))
-        client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
+        server = client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
         agent = build_agent(args.tokenizer, config)
+        reach_servers([server])
         document = read_document(args.document)
     except (UsageError, ConfigError, TokenizerNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
