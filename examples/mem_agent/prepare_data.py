@@ -198,7 +198,7 @@ def _tokenizer(path: str) -> Any:
     try:
         return load_tokenizer(path)
     except TokenizerNotFoundError as error:
-        raise DataFormatError(str(error)) from None
+        raise DataFormatError(f"--tokenizer {path}: {error}") from None
     except (OSError, ValueError) as error:  # a folder without usable tokenizer files
         message = " ".join(str(error).split()) or type(error).__name__  # the whole message, on one line
         raise DataFormatError(f"--tokenizer {path}: cannot load a tokenizer: {message}") from None
