@@ -273,11 +273,26 @@ def test_the_python_commands_report_every_bad_flag_at_once(tmp_path, module, arg
         assert fragment in line, line
 
 
-def test_prepare_data_never_makes_the_folders_of_its_output(tmp_path):
+@pytest.mark.parametrize("module", ["prepare_data", "run_document"], ids=["row12-prepare_data", "run_document-json"])
+def test_a_command_never_makes_the_folders_of_its_output(tmp_path, module):
+    """A mistyped output path is an error naming the folder that is not there, never made."""
     source = tmp_path / "in.json"
     source.write_text(json.dumps([{"question": "q?", "answer": "a", "context": [["t", ["s."]]]}]))
     output = tmp_path / "missing" / "dir" / "x.jsonl"
-    line = _one_line_error(_command("prepare_data", "--input", str(source), "--output", str(output)))
+    args = {
+        "prepare_data": ["--input", str(source), "--output", str(output)],
+        "run_document": [
+            "--question",
+            "q",
+            "--url",
+            "http://127.0.0.1:1",
+            "--document",
+            str(source),
+            "--json",
+            str(output),
+        ],
+    }[module]
+    line = _one_line_error(_command(module, *args))
     assert f"folder {output.parent} does not exist" in line
     assert not (tmp_path / "missing").exists()
 

@@ -15,7 +15,9 @@ requests share one limit (`--concurrency`) served most-turns-left first. Each fi
 is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--force` redoes),
 and refuses earlier results made with other settings. At the end: a per-length table,
 `summary.json` (with the facts of every run that produced the results), and
-`accuracy_vs_length.png`. `--check` validates the arguments and the reuse, and starts nothing.
+`accuracy_vs_length.png`. Before any of it, every eval file is read in full (one bad item is an
+exit 2 before the first request) and every server is connected to once. `--check` validates the
+arguments, the data and the reuse, says how many items are left to run, and starts nothing.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 

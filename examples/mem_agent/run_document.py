@@ -109,10 +109,20 @@ async def _run(args: argparse.Namespace, agent: MemoryAgent, document: str, samp
         return await agent.run(args.question, document, client, sampling, on_turn=_printer(agent, args.quiet))
 
 
+def _check_json_path(path: Path | None) -> None:
+    """The --json file's folder must exist before the run: a mistyped path is reported, never made."""
+    if path is not None and path.is_dir():
+        raise UsageError(f"--json {path} is a folder; give the path of the file to write")
+    if path is not None and not path.parent.is_dir():
+        raise UsageError(f"--json {path}: folder {path.parent} does not exist (make it first)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config, sampling = gather(lambda: config_from_args(args), lambda: sampling_from_args(args))
+        config, sampling, _ = gather(
+            lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: _check_json_path(args.json)
+        )
         server = client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
         agent = build_agent(args.tokenizer, config)
         reach_servers([server])
