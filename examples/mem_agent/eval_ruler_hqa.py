@@ -262,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, sampling, _ = gather(
             lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: _check_positive(args)
         )
+        # The addresses' form first (cheap); they are connected to only once there is work for them.
+        servers = [client_settings(url, args, config, args.concurrency) for url in args.url or []]
         # With --check the demo's files may not be made yet: those present are read in full.
         files = resolve_files(args, allow_missing=args.check)
         present = [f for f in files if f.path.is_file()]
@@ -274,9 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"left to run: {left if files and len(present) == len(files) else '?'}")
                 return 0
         else:
-            servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
-            reach_servers(servers)
+            servers = servers or _server_settings(args, config)
             agent = build_agent(args.tokenizer, config)
+            reach_servers(servers)
             facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | {"data": facts["data"]}
             earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
             stores = {f: ResultStore.open(inside(args.output_dir, f.results_name), force=args.force) for f in files}
