@@ -82,6 +82,7 @@ class Evaluator:
         self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
         self.failed = 0
         self.reasons: Counter[str] = Counter()  # why items failed, for the console
+        self.failed_files: dict[Path, None] = {}  # the results files holding them, in order
         self.finished = 0  # items this run evaluated (failed ones included)
         self.context_tokens = 0
         self.started = time.monotonic()
@@ -161,6 +162,7 @@ class Evaluator:
         if record["status"] != "completed":
             self.failed += 1
             self.reasons[_reason(record)] += 1
+            self.failed_files[store.path] = None
         self.context_tokens += int(record.get("context_tokens", 0))
         elapsed = max(time.monotonic() - self.started, 1e-9)
         progress.set_postfix(
@@ -310,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
     earlier_runs = [*earlier_runs, run | facts | _run_facts(args, evaluator, seconds)]
     write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot, keep_other_labels=not args.force)
-    _explain_failures(evaluator.reasons, [store.path for store in stores.values()])
+    _explain_failures(evaluator.reasons, list(evaluator.failed_files))
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
 
 
