@@ -90,6 +90,23 @@ def test_save_file_that_leaves_the_output_root_is_refused_before_anything_is_wri
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["a", "a/b"]
 
 
+def test_the_evaluator_refuses_a_results_file_that_leads_out_of_its_folder(tmp_path, make_eval_files):
+    """Every writer resolves its path: a results file that is a symbolic link elsewhere is refused
+    (exit 2) and what it points at is left untouched."""
+    data, run_dir, elsewhere = make_eval_files(6, questions=1), tmp_path / "run", tmp_path / "elsewhere.txt"
+    run_dir.mkdir()
+    elsewhere.write_text("keep me")
+    (run_dir / "results_6.jsonl").symlink_to(elsewhere)
+    server = _RefusingServer().start()  # listening, so that the run gets as far as its files
+    try:
+        argv = ["--data-root", str(data), "--lengths", "6", "--output-dir", str(run_dir), "--url", server.url]
+        line = _one_line_error(_command("eval_ruler_hqa", *argv, *FAST))
+    finally:
+        server.stop()
+    assert line == "error: output name 'results_6.jsonl' leads out of the folder (a symbolic link?)"
+    assert elsewhere.read_text() == "keep me"
+
+
 # ---- rows 3, 4, 5, 14: eval data checked in full, by one checker, before any server --------------
 
 BAD_EVAL_FILES = {
