@@ -1,1 +1,1 @@
-"""Benchmarks: `python -m bench.run_all --quick` (CI smoke) or `--full` (the README's figures)."""
+"""Benchmarks: `python -m bench.run_all --quick` (CI smoke) or `--full` (the figures of docs/benchmarks.md)."""

@@ -1,7 +1,7 @@
 """Run every benchmark, print one table of figures against their targets, and write JSON.
 
     python -m bench.run_all --quick     # small sizes: checks that every benchmark still runs (CI)
-    python -m bench.run_all             # full sizes: the figures quoted in the README (~15 min, 2 cores)
+    python -m bench.run_all             # full sizes: the figures quoted in docs/benchmarks.md (~15 min, 2 cores)
 
 Each figure is a ratio measured side by side in one run. The benchmarks that need the real server
 share one local vLLM CPU stack, started once and stopped at the end.

@@ -1,6 +1,6 @@
 """The benchmarks still run: each one in its quick mode, on the real parts it measures.
 
-Quick mode uses small sizes, so the figures here are not the README's (those come from
+Quick mode uses small sizes, so the figures here are not those of docs/benchmarks.md (those come from
 `python -m bench.run_all`, full mode); these tests check that every benchmark runs to the end,
 measures what it says and that the report reads its results. No timing target is asserted.
 """

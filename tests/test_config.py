@@ -17,14 +17,23 @@ from mem_agent.settings.config import (
     settings_table_markdown,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
 
 
 def test_defaults_are_the_memagent_recipe():
     config = MemAgentConfig.from_env({})
     assert (config.chunk_tokens, config.max_memory_tokens, config.max_final_tokens) == (5000, 1024, 1024)
-    assert config.max_chunks == 0 and config.chunk_cap_tokens is None
+    assert config.max_chunks == 8 and config.chunk_cap_tokens == 40_000, "MemAgent's training cut: max_chunks 8"
     assert config.mode is AgentMode.MEMAGENT and config.thinking is False
+
+
+def test_rememr1_mode_defaults_to_rememr1s_budgets_below_what_the_user_sets():
+    """ReMemR1's recipe: memory and answer 2048 tokens (MemAgent's 1024); a set value still wins."""
+    config = MemAgentConfig.from_env({"MEM_MODE": "rememr1"})
+    assert (config.max_memory_tokens, config.max_final_tokens, config.max_chunks) == (2048, 2048, 8)
+    config = MemAgentConfig.from_env({"MEM_MODE": "rememr1", "MEM_MAX_MEMORY": "700"}, max_final_tokens=300)
+    assert (config.max_memory_tokens, config.max_final_tokens) == (700, 300)
+    assert MemAgentConfig.from_env({}, mode="rememr1").max_memory_tokens == 2048
 
 
 def test_every_setting_maps_to_one_config_field_in_order():
@@ -68,7 +77,7 @@ def test_keyword_overrides_win_over_the_environment():
         ("MEM_CHUNK_TOKENS", "5k", "MEM_CHUNK_TOKENS=5k must be a positive integer (default 5000)"),
         ("MEM_MAX_MEMORY", "1.5", "MEM_MAX_MEMORY=1.5 must be a positive integer (default 1024)"),
         ("MEM_MAX_FINAL", "0", "MEM_MAX_FINAL=0 must be a positive integer (default 1024)"),
-        ("MEM_MAX_CHUNKS", "-1", "MEM_MAX_CHUNKS=-1 must be an integer >= 0 (default 0)"),
+        ("MEM_MAX_CHUNKS", "-1", "MEM_MAX_CHUNKS=-1 must be an integer >= 0 (default 8)"),
         ("MEM_MODE", "memgpt", "MEM_MODE=memgpt must be one of memagent, rememr1 (default memagent)"),
         ("MEM_THINKING", "2", "MEM_THINKING=2 must be 0 or 1 (default 0)"),
         ("MEM_REMEMR1_ALPHA", "1.2", "MEM_REMEMR1_ALPHA=1.2 must be a number between 0 and 1 (default 0.8)"),
@@ -95,9 +104,9 @@ def test_bad_values_from_code_are_rejected_too():
         MemAgentConfig(thinking=1)  # type: ignore[arg-type]
 
 
-def test_readme_settings_table_is_the_generated_one():
-    """The README documents exactly the settings the code reads, with the code's defaults."""
-    assert settings_table_markdown() in README.read_text()
+def test_the_settings_page_holds_the_generated_table():
+    """docs/settings.md documents exactly the settings the code reads, with the code's defaults."""
+    assert settings_table_markdown() in SETTINGS_PAGE.read_text()
 
 
 def test_config_problems_names_every_bad_value_not_just_the_first():
@@ -140,3 +149,29 @@ def test_config_problems_catches_a_variable_one_typo_from_a_setting():
         "MEM_CHUNK_TOKEN is not a setting: did you mean MEM_CHUNK_TOKENS",
         "MEM_MAX_MEMROY is not a setting: did you mean MEM_MAX_MEMORY",
     ]
+
+
+def test_the_evaluation_commands_read_whole_documents_unless_a_cap_is_asked_for(monkeypatch):
+    """MemAgent cuts training documents at 8 chunks but evaluates them whole: the evaluator and
+    run_document do the same, unless MEM_MAX_CHUNKS or --max-chunks asks for a cap."""
+    import argparse
+
+    from mem_agent.inference.agent_flags import add_agent_flags, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_agent_flags(parser)
+    monkeypatch.delenv("MEM_MAX_CHUNKS", raising=False)
+    assert config_from_args(parser.parse_args([])).max_chunks == 0
+    assert config_from_args(parser.parse_args(["--max-chunks", "3"])).max_chunks == 3
+    monkeypatch.setenv("MEM_MAX_CHUNKS", "6")
+    assert config_from_args(parser.parse_args([])).max_chunks == 6
+    assert MemAgentConfig.from_env().max_chunks == 6, "the hooks read the variable itself"
+
+
+def test_memagents_final_turn_takes_the_memory_limit_unless_mem_max_final_is_set():
+    """MemAgent's loop generates the final answer with max_memorization_length: an unset MEM_MAX_FINAL
+    follows MEM_MAX_MEMORY (equal at the defaults); setting it gives the final turn its own limit."""
+    assert MemAgentConfig.from_env({"MEM_MAX_MEMORY": "700"}).max_final_tokens == 700
+    assert MemAgentConfig.from_env({}, max_memory_tokens=600).max_final_tokens == 600
+    assert MemAgentConfig.from_env({"MEM_MAX_MEMORY": "700", "MEM_MAX_FINAL": "300"}).max_final_tokens == 300
+    assert MemAgentConfig.from_env({"MEM_MODE": "rememr1", "MEM_MAX_MEMORY": "700"}).max_final_tokens == 2048

@@ -206,3 +206,18 @@ def test_the_template_file_is_read_once_and_the_summary_records_that_read(server
     monkeypatch.setattr(prompt_file, "parse_prompt_file", parse_then_edit)
     assert _evaluate(server, data_root, tmp_path / "out", "--limit", "1", "--prompts", str(template)) == 0
     assert reads == [template] and _summary(tmp_path / "out")["run"]["prompts"]["sha256"] == used
+
+
+def test_a_results_file_with_repeated_items_is_counted_once_and_repaired_on_the_next_start(
+    server, data_root, tmp_path, capsys
+):
+    """A file holding every item three times (runs side by side before the folder lock, or files
+    joined by hand): the next start says it repaired it, and the report counts 3 items, not 9."""
+    assert _evaluate(server, data_root, tmp_path) == 0
+    results = tmp_path / "results_6.jsonl"
+    results.write_text(results.read_text() * 3)
+    capsys.readouterr()
+    assert _evaluate(server, data_root, tmp_path) == 0
+    out = capsys.readouterr().out
+    assert f"repaired {results}: dropped 6 repeated line(s) of items already there" in out
+    assert len(read_results(results)) == 3 and _summary(tmp_path)["results"][0]["items"] == 3

@@ -62,3 +62,31 @@ def test_summary_counts_failed_and_missing_items_as_wrong():
     assert summary["f1"] == pytest.approx(37.5)
     assert summary["strict"] == pytest.approx(25.0)
     assert summary["mean_context_tokens"] == pytest.approx(200.0), "items that never tokenised do not count"
+
+
+def test_summary_counts_each_item_once_whatever_the_file_holds():
+    """Six runs appending to one file gave 180 lines for 30 items: the report must say 30."""
+    records = [_record(str(i % 3), sub_em=1.0, context_tokens=100) for i in range(18)]
+    records += [_record("3", status="failed"), _record("3", sub_em=0.0), _record("4", status="failed")] * 2
+    summary = summarize(records, expected=5)
+    assert (summary["items"], summary["completed"], summary["failed"], summary["missing"]) == (5, 4, 1, 0)
+    assert summary["sub_em"] == pytest.approx(60.0), "3 right of 5 items, each counted once"
+
+
+def test_summary_keeps_an_items_completed_line_over_its_failed_ones():
+    """The store's rule for a rerun: a completed line is the item's result, wherever it stands."""
+    records = [_record("a", status="failed"), _record("a", sub_em=1.0), _record("a", status="failed")]
+    assert summarize(records)["completed"] == 1 and summarize(records)["sub_em"] == pytest.approx(100.0)
+
+
+def test_resume_reports_each_repair_it_made(tmp_path):
+    path = tmp_path / "r.jsonl"
+    lines = [json.dumps(_record("a")), json.dumps(_record("a")), json.dumps(_record("a")), "garbage"]
+    path.write_text("\n".join(lines) + "\n" + '{"id": "b", "st')
+    repairs = ResultStore.open(path).report.repairs()
+    assert repairs == [
+        "cut a partial last line (a crash mid-write)",
+        "dropped 2 repeated line(s) of items already there",
+        "dropped 1 unreadable line(s)",
+    ]
+    assert ResultStore.open(path).report.repairs() == [], "a repaired file needs no second repair"

@@ -86,7 +86,7 @@ def test_evaluation_with_n_samples_reads_the_eval_reward_key_and_logs_pass_at_n(
     assert [sample.index for sample in samples] == list(range(6)) and all(s.group_index is None for s in samples)
     assert data["hqa"]["rewards"] == [sample.reward["sub_em"] for sample in samples]
     assert all(sample.metadata["mem_agent"]["turn"] == "final" for sample in samples)
-    log = log_eval_rollout_data(args, data)
+    log = log_eval_rollout_data(0, args, data, None)
     assert log["eval/hqa"] == sum(data["hqa"]["rewards"]) / 6 and "eval/hqa-pass@2" in log
 
 

@@ -93,7 +93,14 @@ def test_malformed_rows_are_one_line_errors_and_leave_no_output(tmp_path, capsys
     assert not output.exists() and list(tmp_path.iterdir()) == [source], "nothing half-written"
 
 
-def test_an_unreadable_path_and_a_missing_hub_are_one_line_errors(tmp_path, capsys):
+def test_an_unreadable_path_and_a_missing_hub_are_one_line_errors(tmp_path, capsys, monkeypatch):
+    """No network in tests: the hub is unreachable because huggingface_hub is told it is offline."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import: set both
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     assert prepare_data.main(["--input", str(tmp_path / "absent.json"), "--output", str(tmp_path / "o.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
     argv = ["--hf-dataset", "hotpot_qa", "--hf-config", "distractor", "--output", str(tmp_path / "o.jsonl")]

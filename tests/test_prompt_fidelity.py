@@ -121,7 +121,9 @@ def test_token_assembly_is_the_training_clients_requests(tokenizer, fetched, doc
 
 @pytest.mark.parametrize("thinking", list(THINKING))
 def test_text_assembly_is_the_evaluation_clients_requests(tokenizer, fetched, document, thinking):
-    config = MemAgentConfig(prompts=fetched[f"memagent-eval-{thinking}"], chunk_tokens=CHUNK)
+    config = MemAgentConfig(
+        prompts=fetched[f"memagent-eval-{thinking}"], chunk_tokens=CHUNK, max_chunks=0
+    )  # evaluation: uncut
     trajectory, sent, script = _run(tokenizer, config, document)
     client = _evaluation_client(tokenizer, thinking)
     assert any("\ufffd" in chunk for chunk in client.chunk_texts(document, CHUNK)), "a chunk must split a character"
@@ -137,7 +139,7 @@ def test_the_thinking_switch_reaches_every_request(tokenizer, fetched, document)
     empty think block in every request."""
     prompts = {}
     for thinking in THINKING:
-        config = MemAgentConfig(prompts=fetched[f"memagent-eval-{thinking}"], chunk_tokens=CHUNK)
+        config = MemAgentConfig(prompts=fetched[f"memagent-eval-{thinking}"], chunk_tokens=CHUNK, max_chunks=0)
         prompts[thinking] = _run(tokenizer, config, document)[1]
     assert prompts["template"] == prompts["on"] != prompts["off"]
     assert all(decode(tokenizer, p).endswith("<think>\n\n</think>\n\n") for p in prompts["off"])
@@ -164,7 +166,7 @@ def test_a_default_system_prompt_is_sent_by_both_and_only_the_server_trims_the_m
     sent = _run(tokenizer, config, document)[1]
     script = _scripted_responses(tokenizer)[:-1]
     assert sent == _training_client(tokenizer, "template").requests(QUESTION, document, CHUNK, 1000, script)
-    config = MemAgentConfig(prompts=fetched["memagent-eval-template"], chunk_tokens=CHUNK)
+    config = MemAgentConfig(prompts=fetched["memagent-eval-template"], chunk_tokens=CHUNK, max_chunks=0)
     sent_text = _run(tokenizer, config, document)[1]
     assert sent_text == _evaluation_client(tokenizer, "template").requests(QUESTION, document, CHUNK, script)
     for prompt in (sent[0], sent_text[0]):
@@ -175,7 +177,7 @@ def test_a_default_system_prompt_is_sent_by_both_and_only_the_server_trims_the_m
 
 def test_braces_in_the_chat_template_stay_text_where_the_training_client_fails(tmp_path, fetched, document):
     """MemAgent's training client runs str.format over the rendered chat template; a default system
-    prompt with braces breaks it. Ours renders around markers and keeps the braces (README)."""
+    prompt with braces breaks it. Ours renders around markers and keeps the braces (docs/fidelity.md)."""
     tokenizer = _tokenizer_with_system_prompt(tmp_path, "Answer in {style}.")
     config = MemAgentConfig(prompts=fetched["memagent-template"], chunk_tokens=CHUNK, max_chunks=1000)
     sent = _run(tokenizer, config, document)[1]
@@ -186,8 +188,8 @@ def test_braces_in_the_chat_template_stay_text_where_the_training_client_fails(t
 
 @pytest.mark.parametrize("source", ["rememr1", "rememr1-eval"])
 def test_rememr1_prompts_show_the_recalled_memory_as_the_authors_do(tokenizer, fetched, source):
-    """Given the same memory and recalled texts (what becomes them is our ReMemR1 rule, see the
-    README), every prompt is the authors' rendering of their template, recall block included."""
+    """Given the same memory and recalled texts (what becomes them is our ReMemR1 rule, see
+    docs/rememr1.md), every prompt is the authors' rendering of their template, recall block included."""
     config = MemAgentConfig(mode="rememr1", prompts=fetched[f"{source}-template"], retriever="recall")
     agent = MemoryAgent(tokenizer, config)
     prompts, planner = agent.prompts, agent.new_planner(QUESTION)

@@ -207,9 +207,9 @@ def test_the_hooks_raise_it_at_their_first_call(tmp_path, monkeypatch, fresh_set
         asyncio.run(rollout.generate(args, sample, sampling_params(args)))
 
 
-def test_the_readmes_example_file_is_a_valid_template_file(tmp_path):
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("### The file format") :]
+def test_the_docs_example_file_is_a_valid_template_file(tmp_path):
+    page = (Path(__file__).resolve().parents[1] / "docs" / "prompt-templates.md").read_text()
+    section = page[page.index("## The file format") :]
     start = section.index("```toml\n") + len("```toml\n")
     example = section[start : section.index("\n```", start)]
     file = load_prompt_file(_write(tmp_path, example), "memagent")

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,6 +38,8 @@ from support.host.data_source import DataSource
 from support.host.rollout_loop import RolloutState, generate_and_rm_group, sampling_params
 from support.host.sample import Sample
 from support.host.train_data import check_train_data, flatten_rollout
+from support.proc_state import still_running
+from support.scripts import SCRIPTS, run_script, script_env
 
 QUESTIONS = 50
 DOCS = 40
@@ -215,3 +218,72 @@ def test_chunking_any_unicode_covers_the_kept_tokens_exactly(tokenizer, text, ch
     else:
         cap = max_chunks * chunk_tokens
         assert np.array_equal(kept, np.concatenate([ids[: cap // 2], ids[len(ids) - (cap - cap // 2) :]]))
+
+
+def _descendants(root: int) -> dict[int, str]:
+    """Every running process below `root` (children, their children, ...) with its command line."""
+    parents: dict[int, int] = {}
+    lines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+            lines[int(entry.name)] = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+    found, frontier = {}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, parent in parents.items():
+            if parent == pid and child not in found and still_running(child):
+                found[child] = lines[child]
+                frontier.append(child)
+    return found
+
+
+@pytest.mark.server
+def test_run_eval_on_the_cpu_stack_killed_with_sigkill_leaves_no_server_and_a_rerun_completes(
+    tiny_model_path, make_eval_files, tmp_path, measured
+):
+    """The user's case: run-eval.sh (vLLM's CPU build behind vllm-router, the evaluator) killed with
+    `kill -9` mid-run. No trap runs; the local stack's tether sees the script gone and stops the
+    stack and the evaluator, and the servers' own tethers back that up. Then the rerun resumes."""
+    data = make_eval_files(8, questions=4, out=tmp_path / "data")
+    env = {
+        "MODEL_PATH": str(tiny_model_path),
+        "DATA_ROOT": str(data),
+        "LENGTH": "8",
+        "OUTPUT_ROOT": str(tmp_path / "runs"),
+        "QUESTIONS_IN_FLIGHT": "1",
+        "EXTRA_EVAL_ARGS": "--no-plot --chunk-tokens 256 --max-memory 16 --max-final 8",
+    }
+    results = tmp_path / "runs" / tiny_model_path.name / "results_8.jsonl"
+    with (tmp_path / "first.log").open("w") as log:
+        script = subprocess.Popen(
+            ["bash", str(SCRIPTS / "run-eval.sh")],
+            env=script_env(env, home=tmp_path),
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 600
+    while not (results.exists() and results.read_bytes().count(b"\n") >= 1):
+        assert script.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
+        time.sleep(0.1)
+    running = _descendants(script.pid)
+    assert any("vllm.entrypoints.openai.api_server" in line for line in running.values()), running
+    assert any("vllm-router" in line for line in running.values()) and results.read_bytes().count(b"\n") < 4
+    killed = time.monotonic()
+    script.send_signal(signal.SIGKILL)
+    script.wait()
+    while left := [pid for pid in running if still_running(pid)]:
+        assert time.monotonic() - killed < 120, {pid: running[pid] for pid in left}
+        time.sleep(0.05)
+    seconds = time.monotonic() - killed
+    measured(f"run-eval.sh on the CPU stack, kill -9 mid-run: {len(running)} processes gone after {seconds:.1f} s")
+    rerun = run_script(SCRIPTS / "run-eval.sh", env, cwd=tmp_path, home=tmp_path, timeout=900)
+    assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
+    assert "resuming eval_8.json" in rerun.stdout
+    ids = [record["id"] for record in read_results(results)]
+    assert sorted(ids, key=int) == [str(i) for i in range(4)], "one line per item"

@@ -17,6 +17,7 @@ from mem_agent.agent.step_rewards import (
     final_turn_reward,
     memory_turn_format,
     memory_turn_reward,
+    released_turn_input,
     turn_state_rewards,
 )
 from mem_agent.agent.workflow import MemoryAgent
@@ -313,3 +314,17 @@ def test_the_training_hook_scores_state_rewards_with_the_configured_coverage(mon
     memory_turn = next(info for info in infos if info["turn"] == "memory")
     # format 1 + gained coverage (the old memory is empty) + no recall
     assert memory_turn["state_reward"] == pytest.approx(1.0 + memory_coverage)
+
+
+def test_the_revisit_reward_reads_the_prompt_without_its_special_tokens_as_released(tokenizer):
+    """The released reward decodes the turn's prompt with skip_special_tokens=True: a gold word that
+    only the chat template's markers spell (`im_end` in `<|im_end|>`) is not in the input, so a
+    recalled memory holding it earns the revisit part; read with the markers, it would earn nothing."""
+    prompt = encode(tokenizer, "<|im_start|>user\nWhere was it?<|im_end|>\n<|im_start|>assistant\n")
+    response_ids, completion = completion_of(tokenizer, "<update>Notes.</update>")
+    extras = {"memory_before": "", "update_text": "Notes.", "recalled": "im_end", "update_blocks": 1}
+    turn = Turn(TurnKind.MEMORY, 0, prompt, completion, response_ids, extras)
+    assert released_turn_input(tokenizer)(turn) == "user\nWhere was it?\nassistant\n"
+    released = turn_state_rewards([turn], "", ["im_end"], released_turn_input(tokenizer))
+    with_markers = turn_state_rewards([turn], "", ["im_end"], lambda t: tokenizer.decode(t.prompt_ids.tolist()))
+    assert released == {0: 2.0} and with_markers == {0: 1.0}, "format 1 + revisit 1, against format 1 alone"

@@ -19,8 +19,8 @@ A float32 server (`--dtype float32`, same weights) has a tolerance of 16 ulps: t
 accumulated through the layers, a few ulps, exceeds the output rounding. On top, a step's mean
 |diff| must stay within one ulp: disagreements between correct implementations are sporadic, a
 fault in how rows are built moves every token. The measured figures (max and mean |diff| per
-dtype, rows and tokens compared, the corruptions' margins) are in the README's benchmark table,
-row 7, from the full benchmark; each run of these tests prints its own under "measured figures".
+dtype, rows and tokens compared, the corruptions' margins) are in the benchmark table of
+docs/benchmarks.md, row 7, from the full benchmark; each run of these tests prints its own under "measured figures".
 
 What each dtype can see: an off-by-one splice, a shifted loss mask and a shifted response_length
 are caught in either, on every row (the splice moves a response token against the prompt's last

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -20,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from mem_agent.evaluation.results import read_results
 from mem_agent.serving.processes import free_port
+from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 from support.proc_state import still_running
-from support.scripts import SCRIPTS, run_script, write_eval_file, write_executable
+from support.scripts import PROJECT_ROOT, SCRIPTS, run_script, script_env, write_eval_file, write_executable
 
 _SERVER = """
 import http.server, pathlib, signal, subprocess, sys
@@ -63,6 +66,7 @@ def node(tmp_path) -> Iterator[tuple[dict[str, str], Path]]:
         tmp_path / "bin" / "python",
         f"""#!/usr/bin/env bash
 case " $* " in
+  *" -m mem_agent.tether "*) exec {real} "$@" ;;  # the tether itself; its command comes back here
   *" -m vllm.entrypoints.openai.api_server "*) exec {real} {server} {quoted_state} "$@" ;;
   *" -m mem_agent.eval_ruler_hqa "*" --check "*) exec {real} "$@" ;;
   *" -m mem_agent.eval_ruler_hqa "*) printf '%s\\n' "$@" > {quoted_state}/evaluated ;;
@@ -103,3 +107,133 @@ def test_a_gpu_run_waits_for_health_evaluates_and_leaves_no_server_process_runni
     assert time.monotonic() - started >= 1, "SIGKILL only after the grace period"
     log = tmp_path / "runs" / "model" / "servers" / "vllm_server.log"
     assert log.exists(), "the server's output goes to its log"
+
+
+# ---- a killed run leaves nothing running ------------------------------------------------------------
+
+# A stand-in vLLM server that answers vime's /inference/v1/generate (the benchmarks' latency server,
+# 0.2 s a request) and, like the one above, ignores SIGTERM and has a child that ignores it too.
+_ANSWERING_SERVER = """
+import os, pathlib, signal, subprocess, sys
+sys.path.insert(0, {root!r})
+from aiohttp import web
+from bench.latency_server import make_app
+
+state = pathlib.Path(sys.argv[1])
+port = int(sys.argv[sys.argv.index("--port") + 1])
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])  # inherits SIG_IGN
+with (state / "server").open("a") as pids:
+    pids.write(f"{{os.getpid()}} {{child.pid}}\\n")
+web.run_app(make_app(tokens=8, delay_s=0.2), host="127.0.0.1", port=port, handle_signals=False, print=None)
+"""
+ITEMS = 6
+
+
+@pytest.fixture
+def answering_node(node, tmp_path) -> tuple[dict[str, str], Path]:
+    """`node` with a server that answers and the real evaluator, one question at a time (so that a
+    kill lands mid-run), reading the model folder's tokenizer (the bundled Qwen3's files)."""
+    env, state = node
+    (tmp_path / "server.py").write_text(_ANSWERING_SERVER.format(root=str(PROJECT_ROOT)))
+    for source in bundled_qwen3_dir().iterdir():
+        (tmp_path / "model" / source.name).symlink_to(source)
+    write_eval_file(tmp_path / "data" / "eval_50.json", ITEMS)
+    real = shlex.quote(sys.executable)
+    server, quoted_state = shlex.quote(str(tmp_path / "server.py")), shlex.quote(str(state))
+    write_executable(
+        Path(env["PYTHON"]),
+        f"""#!/usr/bin/env bash
+case " $* " in
+  *" -m mem_agent.tether "*) exec {real} "$@" ;;
+  *" -m vllm.entrypoints.openai.api_server "*) exec {real} {server} {quoted_state} "$@" ;;
+  *) exec {real} "$@" ;;
+esac
+""",
+    )
+    return env | {"PROTOCOL": "vllm", "QUESTIONS_IN_FLIGHT": "1", "EXTRA_EVAL_ARGS": "--no-plot"}, state
+
+
+def _processes_of(tmp_path: Path, state: Path) -> dict[int, str]:
+    """Every running process whose command line names this test's folder, and the servers' children."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if entry.name.isdigit() and str(tmp_path) in line and still_running(int(entry.name)):
+            found[int(entry.name)] = line
+    if (state / "server").exists():
+        for pid in map(int, (state / "server").read_text().split()):
+            if still_running(pid):
+                found.setdefault(pid, "a server or its child")
+    return found
+
+
+@pytest.mark.parametrize("kill", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+def test_a_run_killed_mid_evaluation_leaves_no_evaluator_or_server_and_a_rerun_completes(
+    answering_node, tmp_path, kill, measured
+):
+    """TERM: the script's trap stops both groups (the server gets SIGKILL after SERVE_STOP_TIMEOUT).
+    SIGKILL: no trap runs; each group's tether sees its parent gone and stops the group itself. Either
+    way nothing of the run is left, the folder's lock goes with its holders, and a rerun resumes."""
+    env, state = answering_node
+    results = tmp_path / "runs" / "model" / "results_50.jsonl"
+    with (tmp_path / "first.log").open("w") as log:
+        script = subprocess.Popen(
+            ["bash", str(SCRIPTS / "run-eval.sh")],
+            env=script_env(env, home=tmp_path, gpus=1),
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 120
+    while not (results.exists() and results.read_bytes().count(b"\n") >= 1):
+        assert script.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+        time.sleep(0.05)
+    running = _processes_of(tmp_path, state)
+    assert any("mem_agent.eval_ruler_hqa" in line and "mem_agent.tether" not in line for line in running.values())
+    assert results.read_bytes().count(b"\n") < ITEMS, "the kill lands mid-run"
+    signalled = time.monotonic()
+    script.send_signal(kill)
+    code = script.wait(timeout=60)
+    while _processes_of(tmp_path, state):
+        assert time.monotonic() - signalled < 30, _processes_of(tmp_path, state)
+        time.sleep(0.02)
+    seconds = time.monotonic() - signalled
+    measured(f"run-eval.sh {kill.name} mid-run: nothing of the run left after {seconds:.2f} s (SERVE_STOP_TIMEOUT=1)")
+    if kill == signal.SIGTERM:
+        assert code == 143 and "still running after 1 s: SIGKILL" in (tmp_path / "first.log").read_text()
+    rerun = run_script(SCRIPTS / "run-eval.sh", env, cwd=tmp_path, home=tmp_path, gpus=1, timeout=180)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "resuming eval_50.json" in rerun.stdout
+    ids = [record["id"] for record in read_results(results)]
+    assert sorted(ids, key=int) == [str(i) for i in range(ITEMS)], "one line per item"
+    assert not _processes_of(tmp_path, state), "the rerun stopped what it started"
+
+
+def test_a_second_run_on_a_held_run_folder_is_refused_in_one_line(node, tmp_path):
+    """run-eval.sh started twice on one SAVE_FILE: the second stops before it serves anything."""
+    env, _ = node
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from mem_agent.common.run_folder import lock_run_folder\n"
+            f"with lock_run_folder({str(tmp_path / 'runs' / 'model')!r}, command='run-eval.sh'):\n"
+            "    print('held', flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        result = run_script(SCRIPTS / "run-eval.sh", env, cwd=tmp_path, home=tmp_path, gpus=1, timeout=120)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert f"is in use by another run: pid {holder.pid} (run-eval.sh), started " in result.stderr
+    assert result.stderr.endswith("or choose another SAVE_FILE\n") and "started vllm_server" not in result.stdout

@@ -164,7 +164,7 @@ def test_run_eval_alone_finds_the_projects_virtual_environment(tmp_path):
     venv_python = _python_wrapper(tmp_path / "venv" / "bin" / "python")
     result = _script(RUN_EVAL, {"PYTHON": None, "VENV": str(tmp_path / "venv"), "DRY_RUN": "1"}, cwd=tmp_path)
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
-    (stack,) = _lines(result.stdout, "mem_agent.serving.local_stack")
+    (stack,) = _lines(result.stdout, "mem_agent.local_stack")
     assert stack[0] == str(venv_python) and stack[stack.index("--") + 1] == str(venv_python)
 
 
@@ -195,11 +195,11 @@ def test_run_eval_defaults_to_the_checkouts_own_virtual_environment(tmp_path, ch
     without = _script(script, env, cwd=tmp_path, bin_dirs=[_python_wrapper(tmp_path / "bin" / "python3").parent])
     assert without.returncode == 0, without.stderr
     assert "warning" not in without.stderr, "the python3 on PATH has every package"
-    assert _lines(without.stdout, "mem_agent.serving.local_stack")[0][0] == "python3"
+    assert _lines(without.stdout, "mem_agent.local_stack")[0][0] == "python3"
     _python_wrapper(default)
     result = _script(script, env, cwd=tmp_path)
     assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
-    (stack,) = _lines(result.stdout, "mem_agent.serving.local_stack")
+    (stack,) = _lines(result.stdout, "mem_agent.local_stack")
     assert stack[0] == str(default) and stack[stack.index("--") + 1] == str(default)
 
 
@@ -269,11 +269,22 @@ def test_train_switches_must_be_0_or_1(tmp_path):
 
 
 def test_prepare_eval_data_refuses_settings_nothing_would_read(tmp_path):
-    env = {"DATA_ROOT": str(tmp_path), "LENGTHS": "50", "NUM_QUESTIONS": "4", "HF_REPO": "me/data"}
+    env = {"DATA_ROOT": str(tmp_path), "LENGTH": "50 200", "LENGTHS": "50", "NUM_QUESTIONS": "4", "HF_REPO": "me/data"}
     err = _problems(_script(SCRIPTS / "prepare-eval-data.sh", env, cwd=tmp_path))
-    assert "LENGTHS is not a setting: the document counts are LENGTH, as in run-eval.sh" in err
+    assert "LENGTH='50 200' and LENGTHS='50' differ: set one of them" in err
     assert "NUM_QUESTIONS is set but not used: they shape what --build-from builds" in err
     assert "HF_REPO is set but not used: they choose what --download fetches" in err
+
+
+@pytest.mark.parametrize("knobs", [{"LENGTHS": "50 200 800"}, {"LENGTHS": "50 200 800", "LENGTH": "50  200 800"}])
+def test_prepare_eval_data_takes_lengths_as_another_spelling_of_length(tmp_path, knobs):
+    """The vime example's README spells it LENGTHS: its command runs as written."""
+    env = {"DATA_ROOT": str(tmp_path), "DRY_RUN": "1", **knobs}
+    result = _script(SCRIPTS / "prepare-eval-data.sh", env, "--download", cwd=tmp_path)
+    assert "error:" not in result.stderr, result.stderr
+    for n in (50, 200, 800):
+        assert f"eval_{n}.json: downloading from https://huggingface.co (BytedTsinghua-SIA/hotpotqa)" in result.stdout
+    assert "eval_100.json" not in result.stdout
 
 
 def test_convert_switches_must_be_0_or_1(tmp_path):

@@ -352,7 +352,7 @@ def test_run_eval_with_a_model_and_no_gpu_serves_it_on_the_cpu_stack(tmp_path):
     env = {"DRY_RUN": "1", "MODEL_PATH": str(model), "DATA_ROOT": str(data), "LENGTH": "50"}
     result = run_script(RUN_EVAL, env)  # the stand-in nvidia-smi lists no GPU
     assert result.returncode == 0, result.stderr
-    stack = next(line for line in result.stdout.splitlines() if "mem_agent.serving.local_stack exec" in line)
+    stack = next(line for line in result.stdout.splitlines() if "mem_agent.local_stack exec" in line)
     assert f"--model {model}" in stack and "--lengths 50" in stack
 
 

@@ -51,6 +51,8 @@ HOOKS = (
     "--custom-rm-path mem_agent.rollout.reward",
     "--custom-reward-post-process-path mem_agent.rollout.reward_post_process",
     "--custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data",
+    "--custom-rollout-log-function-path mem_agent.rollout_log.log_rollout",
+    "--custom-eval-rollout-log-function-path mem_agent.rollout_log.log_eval_rollout",
 )
 
 

@@ -16,6 +16,7 @@ import subprocess
 import pytest
 
 from mem_agent.custom_convert import convert_samples_to_train_data
+from mem_agent.settings.config import SETTINGS
 from support.host.args import host_args, parallel_config
 from support.host.sample import Sample
 from support.host.train_data import split_by_dp, token_weights
@@ -182,3 +183,45 @@ def _rows_of_step(ranks, num_microbatches, step):
         for micro in rank["micro_batch_indices"][first : first + num_microbatches[step]]:
             rows.extend(rank["partition"][i] for i in micro)
     return rows
+
+
+def test_memagents_data_order_is_the_default_and_shuffling_a_knob(checkout):
+    """MemAgent reads its training file in order (data.shuffle=False); SHUFFLE=1 asks the host to shuffle."""
+    ordered = dry_run(checkout, "slime")
+    assert "--rollout-shuffle" not in submitted(ordered.stdout)
+    assert "data order: the file's order (SHUFFLE=0, MemAgent's data.shuffle=False)" in ordered.stdout
+    shuffled = dry_run(checkout, "vime", SHUFFLE="1")
+    assert "--rollout-shuffle" in submitted(shuffled.stdout) and "data order: shuffled" in shuffled.stdout
+    refused = dry_run(checkout, "slime", SHUFFLE="yes")
+    assert refused.returncode == 2 and "SHUFFLE=yes must be 0 or 1" in refused.stderr
+
+
+def _agent_settings(output: str) -> list[str]:
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("agent settings (MEM_*"))
+    return [line.strip() for line in lines[start + 1 :] if line.startswith("  ")]
+
+
+def test_the_dry_run_prints_every_agent_setting_set_or_defaulted(checkout):
+    """Python's values, not the shell's: the chunk cap (MemAgent's 8) and the sizes show unset too."""
+    shown = _agent_settings(dry_run(checkout, "slime").stdout)
+    assert [line.split("=", 1)[0] for line in shown[:-1]] == [setting.env for setting in SETTINGS]
+    for line in (
+        "MEM_CHUNK_TOKENS=5000 (default)",
+        "MEM_MAX_MEMORY=1024 (default)",
+        "MEM_MAX_FINAL=1024 (default: MEM_MAX_MEMORY's value, as MemAgent's final turn)",
+        "MEM_MAX_CHUNKS=8 (default)",
+        "MEM_MODE=memagent (default)",
+        'MEM_PROMPTS="" (built-in prompts) (default)',
+        "MEM_FOLD_UNICODE=0 (default)",
+        "MEM_SUB_EM_GUARD=0 (default)",
+    ):
+        assert line in shown, line
+    assert shown[-1].startswith("chunk cap: 8 chunks x 5000 = 40000 tokens per training document")
+
+
+def test_rememr1_mode_takes_rememr1s_budgets_unless_set(checkout):
+    """ReMemR1's recipe gives memory and answer 2048 tokens each; a value the user sets still wins."""
+    shown = _agent_settings(dry_run(checkout, "vime", MEM_MODE="rememr1", MEM_MAX_FINAL="512").stdout)
+    assert "MEM_MODE=rememr1 (set)" in shown and "MEM_MAX_MEMORY=2048 (default of rememr1 mode)" in shown
+    assert "MEM_MAX_FINAL=512 (set)" in shown

@@ -255,6 +255,36 @@ stdlib_python() {
   return 1
 }
 
+# ---- one writer per run folder ---------------------------------------------------------------------
+# lock_run_folder DIR "the other way out": hold DIR's lock (DIR/.run.lock, see
+# mem_agent/common/run_folder.py) until this script ends, or refuse in one line (exit 2) naming the
+# live run that holds it. The lock is taken through a descriptor of this shell, so the kernel
+# releases it when the script dies, SIGKILL included; the commands the script starts inherit the
+# descriptor (named in _MEM_RUN_LOCK_FD) and run under the same lock instead of refusing.
+RUN_LOCK_FD=
+lock_run_folder() {
+  local dir=$1 instead=$2 checker out
+  [[ -z "${RUN_LOCK_FD}" ]] || return 0
+  checker=$(stdlib_python) || die "neither PYTHON=${PYTHON:-} nor python3 found: the run folder cannot be locked"
+  mkdir -p "${dir}"
+  exec {RUN_LOCK_FD}>>"${dir}/.run.lock"
+  if ! out=$(_MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" "${checker}" -c '
+import os, sys
+sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
+from mem_agent.common.run_folder import hold_descriptor
+from mem_agent.common.usage import UsageError
+fd, folder, pid, command, instead = sys.argv[1:]
+try:
+    hold_descriptor(int(fd), folder, int(pid), command, instead)
+except UsageError as error:
+    sys.exit(f"error: {error}")
+' "${RUN_LOCK_FD}" "${dir}" "$$" "$(basename "$0")" "${instead}" 2>&1); then
+    echo "${out##*$'\n'}" >&2
+    exit 2
+  fi
+  export _MEM_RUN_LOCK_FD=${RUN_LOCK_FD}
+}
+
 # ---- the trainers --------------------------------------------------------------------------------
 # HOST_TRAINER as given (slime | vime), else what the checkout holds: slime ships the `slime/`
 # package folder, vime the `vime/` one.

@@ -144,8 +144,17 @@ def run_checks(host: Host, args: argparse.Namespace, options: argparse.Namespace
     stubbed = ", ".join(host_stubs.installed())
     return (
         f"PASS {host.name} at {host.root}: {trajectories} trajectories, {len(samples)} turn rows, {steps} optimizer "
-        f"step(s) of {args.global_batch_size} trajectories over dp={options.dp_size} (stubbed: {stubbed})"
+        f"step(s) of {args.global_batch_size} trajectories over dp={options.dp_size}, mean reward "
+        f"{_mean_reward(data):.2f} (stubbed: {stubbed})"
     )
+
+
+def _mean_reward(data: dict[str, Any]) -> float:
+    """The trajectories' mean raw reward (every turn row of a trajectory carries the trajectory's)."""
+    per_trajectory = {}
+    for rollout_id, reward in zip(data["rollout_ids"], data["raw_reward"], strict=True):
+        per_trajectory[rollout_id] = float(reward)
+    return sum(per_trajectory.values()) / max(len(per_trajectory), 1)
 
 
 async def _generate(rollout_code: Any, args: argparse.Namespace, groups: list[list[Any]]) -> list[Any]:

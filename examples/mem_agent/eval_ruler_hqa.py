@@ -18,6 +18,14 @@ and refuses earlier results made with other settings. At the end: a per-length t
 `accuracy_vs_length.png`. Before any of it, every eval file is read in full (one bad item is an
 exit 2 before the first request) and every server is connected to once. `--check` validates the
 arguments, the data and the reuse, says how many items are left to run, and starts nothing.
+With `--save-trajectories`, each item's turns (every memory it wrote, cut or not, and the answer)
+go to `trajectories_<file>.jsonl` as trajectory records (observability/trajectory_records.py),
+one per item, kept in step with the results across resumes.
+`--mode direct` runs the long-context baseline instead: the same model reading the whole document
+in one prompt, cut in the middle to fit `--context-window` as RULER does; summary.json records the
+mode, so `python -m mem_agent.compare` puts both runs on one plot.
+One run per `--output-dir` at a time: the folder is locked (common/run_folder.py) before it is
+read, and a second evaluator on it is refused at once (exit 2), naming the first's PID.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.
 """
 
@@ -25,11 +33,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,15 +47,17 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mem_agent.agent.records import SamplingParams
-from mem_agent.agent.scoring import ReportingRules, score_answer
+from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
+from mem_agent.agent.records import SamplingParams, Trajectory, TrajectoryStatus
+from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.paths import inside
+from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError, gather, problems_to_error
-from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, iter_items, resolve_files
+from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, file_sha256, iter_items, resolve_files
 from mem_agent.evaluation.report import (
     EvalFileReport,
     ReuseError,
@@ -60,13 +72,18 @@ from mem_agent.inference.agent_flags import (
     add_sampling_flags,
     add_server_flags,
     build_agent,
+    build_direct_reader,
+    check_direct_settings,
     client_settings,
     config_from_args,
+    model_window,
     reach_servers,
     sampling_from_args,
 )
 from mem_agent.inference.client import ClientSettings
 from mem_agent.inference.client_pool import ClientPool
+from mem_agent.observability.trajectory_records import RecordFormatError, TrajectoryRecord, record_of
+from mem_agent.observability.trajectory_store import TrajectoryStore, trajectories_name
 from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
@@ -74,8 +91,16 @@ TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 
 
 class Evaluator:
-    def __init__(self, agent: MemoryAgent, pool: ClientPool, sampling: SamplingParams, questions_in_flight: int):
+    def __init__(
+        self,
+        agent: MemoryAgent | DirectReader,
+        pool: ClientPool,
+        sampling: SamplingParams,
+        questions_in_flight: int,
+        trajectories: dict[EvalFile, TrajectoryStore] | None = None,
+    ):
         self.agent = agent
+        self.trajectories = trajectories or {}  # --save-trajectories: each file's per-turn records
         self.pool = pool
         self.sampling = sampling
         self.questions_in_flight = questions_in_flight
@@ -112,7 +137,7 @@ class Evaluator:
                             break
                         progress.update(1)
                         continue
-                    task = asyncio.create_task(self._evaluate(item, stores[file], progress, text_slots))
+                    task = asyncio.create_task(self._evaluate(item, file, stores[file], progress, text_slots))
                     tasks.add(task)
                     task.add_done_callback(lambda done: (tasks.discard(done), question_slots.release()))
         finally:
@@ -128,7 +153,7 @@ class Evaluator:
             text_slots.release()
 
     async def _evaluate(
-        self, item: EvalItem, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
+        self, item: EvalItem, file: EvalFile, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
     ) -> None:
         begun = time.monotonic()
         record: dict[str, Any] = {"id": item.item_id, "question": item.question, "answers": item.answers}
@@ -154,6 +179,8 @@ class Evaluator:
             )
             if self.agent.config.mode is AgentMode.REMEMR1:
                 record.update(recall_stats(trajectory.turns, item.answers))
+            if file in self.trajectories:  # before the result line: see trajectory_store
+                self.trajectories[file].append(self._record(item, file, trajectory, scores))
         except Exception as error:  # a bug must not lose the rest of the run: record it, count it
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)
@@ -172,6 +199,20 @@ class Evaluator:
             refresh=False,
         )
         progress.update(1)
+
+    def _record(self, item: EvalItem, file: EvalFile, trajectory: Trajectory, scores: AnswerScores) -> TrajectoryRecord:
+        completed = trajectory.status is TrajectoryStatus.COMPLETED
+        return record_of(
+            trajectory,
+            lambda ids: self.agent.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True),
+            source="eval",
+            item_id=item.item_id,
+            question=item.question,
+            ground_truths=item.answers,
+            mode=DIRECT_MODE if isinstance(self.agent, DirectReader) else self.agent.config.mode.value,
+            scores=scores if completed else None,
+            eval_set=file.path.name,
+        )
 
 
 def _reason(record: dict[str, Any]) -> str:
@@ -202,11 +243,31 @@ def build_parser() -> argparse.ArgumentParser:
     add_server_flags(parser, many=True)
     add_sampling_flags(parser)
     add_agent_flags(parser)
+    parser.add_argument(
+        "--mode",
+        choices=[mode.value for mode in AgentMode] + [DIRECT_MODE],
+        default=None,
+        help="memagent / rememr1: the memory agent (sets MEM_MODE); direct: the long-context baseline,"
+        " the whole document in one prompt (default: MEM_MODE, else memagent)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        help="--mode direct: the model's window in tokens, prompt and answer (MEM_MAX_FINAL) together; a longer"
+        " document keeps its first and last halves (default: max_position_embeddings in the model's config.json)",
+    )
     parser.add_argument("--concurrency", type=int, default=256, help="requests in flight, all servers (default: 256)")
     parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
     parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
     parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
+    parser.add_argument(
+        "--save-trajectories",
+        action="store_true",
+        help="also keep each item's turns (every memory written, cut or not, the answer) in"
+        " trajectories_<N>.jsonl beside results_<N>.jsonl; about 4 bytes per generated token (default: off)",
+    )
     parser.add_argument(
         "--check",
         action="store_true",
@@ -222,7 +283,7 @@ def _check_positive(args: argparse.Namespace) -> None:
     problems_to_error(
         [
             f"--{flag.replace('_', '-')} {value} must be a positive integer"
-            for flag in ("concurrency", "questions_in_flight", "limit")
+            for flag in ("concurrency", "questions_in_flight", "limit", "context_window")
             if (value := getattr(args, flag)) is not None and value <= 0
         ]
     )
@@ -230,17 +291,36 @@ def _check_positive(args: argparse.Namespace) -> None:
 
 async def _evaluate_all(args, servers, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
     started = time.monotonic()
+    trajectories = _trajectory_stores(args, stores)
     async with ClientPool.for_servers(servers, args.concurrency) as pool:
-        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight)
+        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight, trajectories)
         with tqdm(total=total, unit="q", desc="questions", dynamic_ncols=True) as progress:
             await evaluator.run(files, stores, progress)
     return evaluator, time.monotonic() - started
+
+
+def _trajectory_stores(
+    args: argparse.Namespace, stores: dict[EvalFile, ResultStore]
+) -> dict[EvalFile, TrajectoryStore]:
+    """With --save-trajectories: each file's records, trimmed to the items whose results are reused."""
+    if not args.save_trajectories:
+        return {}
+    return {
+        file: TrajectoryStore.open(args.output_dir / trajectories_name(file.results_name), store.done, force=args.force)
+        for file, store in stores.items()
+    }
 
 
 def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[ClientSettings]:
     if not args.url:
         raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
     return [client_settings(url, args, config, args.concurrency) for url in args.url]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    with contextlib.ExitStack() as run_folder:  # the output folder's lock, held until the reports are written
+        return _main(args, run_folder)
 
 
 def _checked_data(
@@ -258,20 +338,25 @@ def _checked_data(
     return {f: len(ids) for f, ids in item_ids.items()}, expected, left
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
     try:
-        config, sampling, _ = gather(
-            lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: _check_positive(args)
+        (config, mode), sampling, _ = gather(
+            lambda: _config_and_mode(args), lambda: sampling_from_args(args), lambda: _check_positive(args)
         )
         # The addresses' form first (cheap); they are connected to only once there is work for them.
         servers = [client_settings(url, args, config, args.concurrency) for url in args.url or []]
         # With --check the demo's files may not be made yet: those present are read in full.
         files = resolve_files(args, allow_missing=args.check)
         present = [f for f in files if f.path.is_file()]
+        # One writer per folder: a folder that exists is locked before anything reads it, a new one
+        # is made (and locked) once the data is known to be readable. A second run is refused there.
+        existed = args.output_dir.is_dir()
+        if existed and not args.check:
+            run_folder.enter_context(_output_lock(args))
         sizes, expected, left = _checked_data(args, present)
-        facts = facts_known_without_a_server(args.tokenizer, config, sampling)
+        facts = facts_known_without_a_server(args.tokenizer, config, sampling) | _mode_facts(args, mode)
         facts["data"] = {f.label: n for f, n in sizes.items()}
+        facts["data_sha256"] = {f.label: file_sha256(f.path) for f in present}  # what compare checks runs by
         if args.check or not left:  # the model and the server are not needed
             earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
             if args.check:
@@ -279,9 +364,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
         else:
             servers = servers or _server_settings(args, config)
-            agent = build_agent(args.tokenizer, config)
+            if mode == DIRECT_MODE:
+                agent: MemoryAgent | DirectReader = build_direct_reader(args.tokenizer, config, args.context_window)
+            else:
+                agent = build_agent(args.tokenizer, config)
             reach_servers(servers)
-            facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | {"data": facts["data"]}
+            if not existed:
+                run_folder.enter_context(_output_lock(args))
+            data_facts = {key: facts[key] for key in ("data", "data_sha256")}
+            facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | _mode_facts(
+                args, mode, agent
+            )
+            facts |= data_facts
             earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
             stores = {f: ResultStore.open(inside(args.output_dir, f.results_name), force=args.force) for f in files}
     except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError) as error:
@@ -290,6 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not left:
         return _report_only(args, files, expected, earlier_runs)
     for file, store in stores.items():
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
         if store.report.kept or store.report.repaired_partial_line:
             print(
                 f"resuming {file.path.name}: {store.report.kept} done (results of earlier runs, reused),"
@@ -299,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         total = sum(expected.values())
         evaluator, seconds = asyncio.run(_evaluate_all(args, servers, agent, sampling, files, stores, total))
-    except DataFormatError as error:
+    except (DataFormatError, RecordFormatError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     reports = [
@@ -342,6 +438,33 @@ def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:
     lines += [f"  {count} x {reason}" for reason, count in reasons.most_common(3)]
     lines.append(f"details: the 'error' field of the failed lines in {', '.join(map(str, paths))}")
     print("\n".join(lines), file=sys.stderr)
+
+
+def _config_and_mode(args: argparse.Namespace) -> tuple[MemAgentConfig, str]:
+    """The settings and the mode: --mode memagent / rememr1 is MEM_MODE's flag; direct keeps the
+    settings it shares (MEM_MAX_FINAL, the scoring rules) and has no memory, so no ReMemR1 recall."""
+    config = config_from_args(args)
+    mode = args.mode or config.mode.value
+    if mode == DIRECT_MODE:
+        check_direct_settings(config)
+    wanted = AgentMode.MEMAGENT if mode == DIRECT_MODE else AgentMode(mode)
+    return (config if config.mode is wanted else replace(config, mode=wanted)), mode
+
+
+def _mode_facts(
+    args: argparse.Namespace, mode: str, reader: MemoryAgent | DirectReader | None = None
+) -> dict[str, Any]:
+    """The mode (compare labels runs by it, and a folder never mixes modes) and, reading directly,
+    the window (where --check can know it: the model folder may not exist yet)."""
+    if mode != DIRECT_MODE:
+        return {"mode": mode}
+    window = reader.window if isinstance(reader, DirectReader) else args.context_window or model_window(args.tokenizer)
+    return {"mode": mode, "direct": {"context_window": window}} if window else {"mode": mode}
+
+
+def _output_lock(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    command = program_name("mem_agent.eval_ruler_hqa")
+    return lock_run_folder(args.output_dir, command=command, instead="choose another --output-dir")
 
 
 def _run_facts(args: argparse.Namespace, evaluator: Evaluator, seconds: float) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from mem_agent.common.run_folder import inherited_lock_descriptors
 from mem_agent.serving.local_stack import DEFAULT_START_TIMEOUT_S, StackSettings, local_stack, stack_env
 from mem_agent.serving.processes import ProcessStopError, ServerStartError
 
@@ -83,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     time.sleep(1)
                 print("error: a server of the stack exited; see its log in the run folder", file=sys.stderr)
                 return 1
-            return subprocess.call(command, env={**os.environ, **env})
+            # The run folder's lock, where a run script passed one down, goes on to the command.
+            return subprocess.call(command, env={**os.environ, **env}, pass_fds=inherited_lock_descriptors())
     except (ServerStartError, ProcessStopError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

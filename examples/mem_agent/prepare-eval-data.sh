@@ -13,7 +13,7 @@ usage: [VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download 
 
   DATA_ROOT     folder of eval_<N>.json files (default: data/ruler_hqa, as run-eval.sh)
   LENGTH        document counts N to check (default: "50 100 200 400 800 1600 3200 6400"; the same
-                variable as run-eval.sh's)
+                variable as run-eval.sh's; LENGTHS is accepted as another spelling)
   --download    (or DOWNLOAD=1) fetch the missing files from MemAgent's dataset on the Hub:
                 HF_ENDPOINT/datasets/HF_REPO/resolve/HF_REVISION/eval_<N>.json
     HF_ENDPOINT   default https://huggingface.co
@@ -66,8 +66,17 @@ done
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 [[ "${DOWNLOAD}" == "1" ]] || unused HF_REPO HF_REVISION "they choose what --download fetches"
 [[ -n "${BUILD_FROM}" ]] || unused NUM_QUESTIONS SEED "they shape what --build-from builds"
-[[ -z "${USER_SET[LENGTHS]:-}" ]] || problem "LENGTHS is not a setting: the document counts are LENGTH, as in run-eval.sh"
 DATA_ROOT=${DATA_ROOT:-data/ruler_hqa}
+# LENGTHS is the spelling the vime example's README uses: the same setting as LENGTH. Both set with
+# different counts would leave one of them silently unread, so that is refused.
+if [[ -n "${USER_SET[LENGTHS]:-}" ]]; then
+  read -r -a _length_words <<<"${LENGTH:-}"
+  read -r -a _lengths_words <<<"${LENGTHS}"
+  if [[ -n "${USER_SET[LENGTH]:-}" && "${_length_words[*]}" != "${_lengths_words[*]}" ]]; then
+    problem "LENGTH='${LENGTH}' and LENGTHS='${LENGTHS}' differ: set one of them (LENGTHS is another spelling of LENGTH)"
+  fi
+  LENGTH=${LENGTH:-${LENGTHS}}
+fi
 LENGTH=${LENGTH:-"50 100 200 400 800 1600 3200 6400"}
 HF_ENDPOINT=${HF_ENDPOINT:-https://huggingface.co}
 HF_REPO=${HF_REPO:-BytedTsinghua-SIA/hotpotqa}

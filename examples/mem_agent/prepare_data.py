@@ -12,15 +12,30 @@ own paragraphs; `--num-docs N` adds paragraphs of other rows up to N, as MemAgen
 (about 200 documents, ~30K tokens) does. Those fillers come from a seeded reservoir of
 `--pool-size` paragraphs collected in a first pass, so memory stays bounded on the 90K-row train set.
 
-Sources: a JSON array or JSON Lines file, a parquet file (needs pyarrow: pip install
-'mem-agent[data]'), or a Hugging Face dataset (`--hf-dataset hotpot_qa --hf-config distractor
---split train`, needs `datasets` and hub access). Output goes to a temporary file renamed into
+MemAgent's own training and dev data (`BytedTsinghua-SIA/hotpotqa`, verl's row layout with
+`prompt`, `context`, `reward_model`) is read as published: its contexts are already built and are
+kept byte for byte with every ground truth, and each row records its file and row in
+`metadata.source` (see mem_agent/data/authors_layout.py). A file's layout is recognised from its
+first row; a file that mixes layouts stops at the first odd row.
+
+Sources: a JSON array or JSON Lines file, a parquet file, or a Hugging Face dataset
+(`--hf-dataset BytedTsinghua-SIA/hotpotqa --hf-split train`, or `dev`; files are fetched with
+huggingface_hub, see mem_agent/data/row_sources.py; `--hf-config` reads a dataset's named
+configuration through `datasets`, e.g. `--hf-dataset hotpot_qa --hf-config distractor`). These
+need the `data` extra, installed by scripts/bootstrap.sh. Output goes to a temporary file renamed into
 place at the end; an existing output is kept unless `--force`. A malformed row stops the run with
 a one-line error naming file, row and field (exit 2); rows with an empty answer are skipped and
-counted.
+counted. Runs as `python -m mem_agent.prepare_data` or as `python examples/mem_agent/prepare_data.py`.
 """
 
 from __future__ import annotations
+
+if __package__ in (None, ""):  # run by its path: mem_agent is the folder beside this file's own
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    # sys.path[0] is this file's folder, whose modules would shadow top-level names: replace it.
+    _sys.path[0] = str(_Path(__file__).resolve().parent.parent)
 
 import argparse
 import json
@@ -38,9 +53,11 @@ from tqdm import tqdm
 from mem_agent.common.atomic_files import atomic_output
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.data.authors_layout import AuthorsRow, Layout, LayoutGuard, parse_authors_row
 from mem_agent.data.contexts import choose_documents, render_context
-from mem_agent.data.qa_rows import Paragraph, QaRow, iter_raw_rows, parse_row
-from mem_agent.data.train_rows import output_row
+from mem_agent.data.qa_rows import Paragraph, QaRow, parse_row
+from mem_agent.data.row_sources import SourceRow, datasets_rows, file_rows, hub_rows
+from mem_agent.data.train_rows import authors_output_row, output_row
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError, encode, load_tokenizer
 
 
@@ -53,56 +70,52 @@ class Summary:
     reused_fillers: int = 0  # the pool was too small to keep every filler distinct
 
 
-def raw_rows(args: argparse.Namespace) -> Iterator[tuple[str, Any]]:
-    """(where, raw row) from whichever source was given."""
-    if args.hf_dataset:
-        yield from _hf_rows(args.hf_dataset, args.hf_config, args.split)
-    elif args.input.suffix == ".parquet":
-        yield from _parquet_rows(args.input)
+@dataclass(frozen=True)
+class ReadRow:
+    row: QaRow | AuthorsRow
+    source: str
+    index: int  # the row's position in its file
+
+
+def raw_rows(args: argparse.Namespace) -> Iterator[SourceRow]:
+    """Rows, each with its file, from whichever source was given."""
+    if args.hf_dataset and args.hf_config:
+        yield from datasets_rows(args.hf_dataset, args.hf_config, args.split)
+    elif args.hf_dataset:
+        yield from hub_rows(args.hf_dataset, args.split, args.hf_revision)
     else:
-        yield from ((f"{args.input}: {where}", raw) for where, raw in iter_raw_rows(args.input))
+        yield from file_rows(args.input)
 
 
-def _parquet_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise DataFormatError(f"{path}: reading parquet needs pyarrow: pip install 'mem-agent[data]'") from None
-    try:
-        table = pq.ParquetFile(path)
-    except (OSError, ValueError) as error:
-        raise DataFormatError(f"{path}: cannot read as parquet: {error}") from None
-    index = 0
-    for batch in table.iter_batches(batch_size=1024):
-        for raw in batch.to_pylist():
-            yield f"{path}: row {index}", raw
-            index += 1
-
-
-def _hf_rows(name: str, config: str | None, split: str) -> Iterator[tuple[str, Any]]:
-    try:
-        import datasets
-    except ImportError:
-        raise DataFormatError("--hf-dataset needs the datasets package: pip install 'mem-agent[data]'") from None
-    try:
-        stream = datasets.load_dataset(name, config, split=split, streaming=True)
-        for index, raw in enumerate(stream):
-            yield f"{name}/{split}: row {index}", raw
-    except (OSError, ValueError, ConnectionError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise DataFormatError(f"cannot load {name} ({split}) from the Hugging Face hub: {first_line}") from None
-
-
-def iter_questions(args: argparse.Namespace, summary: Summary) -> Iterator[QaRow]:
-    for position, (where, raw) in enumerate(raw_rows(args)):
-        row = parse_row(raw, where, position)
+def iter_rows(args: argparse.Namespace, summary: Summary) -> Iterator[ReadRow]:
+    """Parsed rows in the layout of their file; rows without an answer or a document are counted."""
+    guards: dict[str, LayoutGuard] = {}
+    for position, found in enumerate(raw_rows(args)):
+        guard = guards.setdefault(found.source, LayoutGuard(found.source))
+        row: QaRow | AuthorsRow
+        if guard.check(found.raw, found.where) is Layout.AUTHORS:
+            if args.num_docs:
+                raise DataFormatError(
+                    f"{found.source} is in MemAgent's training layout, whose contexts are already built: "
+                    "--num-docs does not apply (drop it)"
+                )
+            row = parse_authors_row(found.raw, found.where, found.index)
+        else:
+            row = parse_row(found.raw, found.where, position)
         if not row.answers:
             summary.skipped["empty answer"] += 1
             continue
-        if not row.paragraphs:
+        if isinstance(row, QaRow) and not row.paragraphs:
             summary.skipped["no paragraphs"] += 1
             continue
-        yield row
+        yield ReadRow(row, found.source, found.index)
+
+
+def iter_questions(args: argparse.Namespace, summary: Summary) -> Iterator[QaRow]:
+    """The raw QA rows (the filler pool's source)."""
+    for read in iter_rows(args, summary):
+        if isinstance(read.row, QaRow):
+            yield read.row
 
 
 def paragraph_pool(args: argparse.Namespace, size: int, seed: int) -> list[Paragraph]:
@@ -124,23 +137,30 @@ def paragraph_pool(args: argparse.Namespace, size: int, seed: int) -> list[Parag
 
 def write_rows(args: argparse.Namespace, pool: Sequence[Paragraph], tokenizer: Any, summary: Summary) -> None:
     with atomic_output(args.output) as handle:
-        for row in tqdm(iter_questions(args, summary), desc="rows", unit="row", total=args.max_rows, disable=None):
-            rng = random.Random(f"{args.seed}:{row.row_id}")
-            if args.num_docs:
-                documents, reused = choose_documents(row, pool, args.num_docs, rng)
-                summary.reused_fillers += int(reused)
-                summary.short_rows += int(len(documents) < args.num_docs)
-            else:
-                documents = list(row.paragraphs)
-            context = render_context(documents)
-            handle.write(json.dumps(output_row(row, context, len(documents)), ensure_ascii=False) + "\n")
+        for read in tqdm(iter_rows(args, summary), desc="rows", unit="row", total=args.max_rows, disable=None):
+            out = _training_row(args, read, pool, summary)
+            handle.write(json.dumps(out, ensure_ascii=False) + "\n")
             summary.written += 1
             if tokenizer is not None:
-                summary.context_tokens.append(len(encode(tokenizer, context)))
+                summary.context_tokens.append(len(encode(tokenizer, out["metadata"]["context"])))
             if args.max_rows and summary.written >= args.max_rows:
                 break
         if not summary.written:  # raising here keeps any earlier output file untouched
             raise DataFormatError(f"no usable rows in the source ({_skipped_in_words(summary.skipped)})")
+
+
+def _training_row(args: argparse.Namespace, read: ReadRow, pool: Sequence[Paragraph], summary: Summary) -> dict:
+    row = read.row
+    if isinstance(row, AuthorsRow):
+        return authors_output_row(row, read.source, read.index)
+    rng = random.Random(f"{args.seed}:{row.row_id}")
+    if args.num_docs:
+        documents, reused = choose_documents(row, pool, args.num_docs, rng)
+        summary.reused_fillers += int(reused)
+        summary.short_rows += int(len(documents) < args.num_docs)
+    else:
+        documents = list(row.paragraphs)
+    return output_row(row, render_context(documents), len(documents))
 
 
 def _skipped_in_words(skipped: Counter[str]) -> str:
@@ -172,10 +192,25 @@ def build_parser() -> argparse.ArgumentParser:
         description="Convert HotpotQA-style rows into the trainer's JSONL (prompt, label, metadata.context).",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", type=Path, help="JSON array, JSON Lines or .parquet file of QA rows")
-    source.add_argument("--hf-dataset", help="Hugging Face dataset name, e.g. hotpot_qa (needs hub access)")
-    parser.add_argument("--hf-config", default=None, help="dataset config, e.g. distractor (default: none)")
-    parser.add_argument("--split", default="train", help="dataset split (default: train)")
+    source.add_argument(
+        "--input", type=Path, help="JSON array, JSON Lines or .parquet file of QA rows or MemAgent's training rows"
+    )
+    source.add_argument(
+        "--hf-dataset", help="Hugging Face dataset, e.g. BytedTsinghua-SIA/hotpotqa (needs hub access; default: none)"
+    )
+    parser.add_argument(
+        "--hf-config", default=None, help="named dataset configuration, read through datasets (default: none)"
+    )
+    parser.add_argument(
+        "--split",
+        "--hf-split",
+        dest="split",
+        default="train",
+        help="hub dataset split: train, dev (= validation), or a word of its files' names (default: train)",
+    )
+    parser.add_argument(
+        "--hf-revision", default=None, help="hub dataset branch, tag or commit (default: the main branch)"
+    )
     parser.add_argument("--output", type=Path, required=True, help="JSONL file to write")
     parser.add_argument(
         "--num-docs", type=int, default=0, help="documents per context, 0 = own paragraphs only (default: 0)"

@@ -46,15 +46,17 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from mem_agent.agent.records import Trajectory, TrajectoryStatus, Turn
+import numpy as np
+
+from mem_agent.agent.records import Trajectory, TrajectoryStatus, Turn, TurnKind
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
-from mem_agent.agent.step_rewards import recall_stats, turn_state_rewards
+from mem_agent.agent.step_rewards import recall_hit, recall_stats, released_turn_input, turn_state_rewards
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.host.clients import client_for, forget_clients, sampling_from_host
 from mem_agent.host.flags import check_host_args
 from mem_agent.host.hook_config import scored_rows, settings
 from mem_agent.host.reward_fields import reward_record
-from mem_agent.host.trajectory_rows import META, info_of, untrainable_status
+from mem_agent.host.trajectory_rows import META, ground_truths, info_of, untrainable_status
 from mem_agent.settings.config import AgentMode, MemAgentConfig
 from mem_agent.tokenization.tokenizer import load_tokenizer
 
@@ -73,17 +75,6 @@ def reset_caches() -> None:
     settings.cache_clear()
     _agent.cache_clear()
     forget_clients()
-
-
-def ground_truths(sample: Any) -> list[str]:
-    """`metadata["ground_truth"]` (a list or one string), else the label (a list or one string)."""
-    metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
-    for truths in (metadata.get("ground_truth"), sample.label):
-        if isinstance(truths, str) and truths:
-            return [truths]
-        if isinstance(truths, list | tuple) and truths:
-            return [str(truth) for truth in truths]
-    return []
 
 
 async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], evaluation: bool = False) -> Any:
@@ -129,6 +120,12 @@ class _SampleBuilder:
             score_answer(trajectory.answer, self.truths, rules=self.rules) if completed else None
         )
         self.reward = self.scores.strict if self.scores else 0.0
+        self.score_map = (
+            None
+            if self.scores is None
+            else {name: getattr(self.scores, name) for name in ("strict", "sub_em", "em", "f1")}
+        )
+        self.special_ids = frozenset(int(token) for token in self.tokenizer.all_special_ids)
         self.outcome = _outcome(trajectory.status, self.reward)
         self.error = None if completed else trajectory.error or f"trajectory {trajectory.status.value}"
         self.template = copy.copy(sample)
@@ -141,7 +138,7 @@ class _SampleBuilder:
                 trajectory.turns,
                 trajectory.answer,
                 self.truths,
-                lambda turn: self.tokenizer.decode(turn.prompt_ids.tolist()),
+                released_turn_input(self.tokenizer),
                 agent.config.rememr1_coverage,
             )
             self.trajectory_facts = recall_stats(trajectory.turns, self.truths)
@@ -157,13 +154,40 @@ class _SampleBuilder:
             "finish_reason": turn.finish_reason.value if turn else None,
             "error": self.error,
             "answer": self.trajectory.answer,
+            "scores": self.score_map,  # the final answer's, on every row: the log hook reads any one
+            "has_box": bool(self.scores and self.scores.has_box),
             "context_tokens": self.trajectory.context_tokens,
             "dropped_tokens": self.trajectory.dropped_tokens,
             "num_chunks": self.trajectory.num_chunks,
-            **{key: value for key, value in (turn.extras if turn else {}).items() if _is_plain(value)},
+            **({} if turn is None else self._turn_facts(turn)),
             **self.trajectory_facts,
-            **({"state_reward": self.state_rewards[turn.step]} if turn and turn.step in self.state_rewards else {}),
         }
+
+    def _turn_facts(self, turn: Turn, with_text: bool = True) -> dict[str, Any]:
+        """What the metrics and the trajectory records read of one turn (observability/metrics.py)."""
+        facts: dict[str, Any] = {key: value for key, value in turn.extras.items() if _is_plain(value)}
+        facts["memory_tokens"] = len(turn.memory_ids)
+        facts["response_tokens"] = len(turn.response_ids)
+        if turn.step in self.state_rewards:
+            facts["state_reward"] = self.state_rewards[turn.step]
+        if isinstance(facts.get("recalled"), str) and facts["recalled"]:
+            facts["recall_hit"] = recall_hit(facts["recalled"], self.truths)
+        if (
+            with_text
+            and turn.kind is TurnKind.MEMORY
+            and "memory_text" not in facts
+            and not self._memory_is_response(turn)
+        ):
+            # The row's `response` already holds the memory's text when the memory is the response
+            # (MemAgent, no thinking): only a memory that differs from it is decoded and carried.
+            facts["memory_text"] = self.tokenizer.decode(turn.memory_ids.tolist(), skip_special_tokens=True)
+        return facts
+
+    def _memory_is_response(self, turn: Turn) -> bool:
+        memory, response = turn.memory_ids, turn.response_ids
+        if len(memory) > len(response) or not np.array_equal(memory, response[: len(memory)]):
+            return False
+        return all(int(token) in self.special_ids for token in response[len(memory) :])
 
     def _status(self, turn: Turn | None) -> Any:
         if self.trajectory.status is TrajectoryStatus.ABORTED:
@@ -203,7 +227,20 @@ class _SampleBuilder:
         row = self._row(final if final is not None and len(final.response_ids) else None, 1)
         scores = self.scores or score_answer(self.trajectory.answer, self.truths, rules=self.rules)
         row.metadata[META].update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, extracted=scores.extracted)
+        # Evaluation hands the host one row per question: the turns it stands for travel with it,
+        # so the eval log hook can report turns, memory lengths and cuts per eval set.
+        row.metadata[META]["turn_facts"] = [self._turn_summary(turn) for turn in self.trajectory.turns]
         return row
+
+    def _turn_summary(self, turn: Turn) -> dict[str, Any]:
+        facts = self._turn_facts(turn, with_text=False)  # counts only: the eval metrics read no text
+        summary = {"turn": turn.kind.value, "step": turn.step, "finish_reason": turn.finish_reason.value}
+        summary |= {key: facts[key] for key in _SUMMARY_KEYS if key in facts}
+        summary["recall_asked"] = bool(facts.get("recall_query"))
+        return summary
+
+
+_SUMMARY_KEYS = ("memory_tokens", "response_tokens", "state_reward", "recall_hit")
 
 
 def _outcome(status: TrajectoryStatus, strict: float) -> str:

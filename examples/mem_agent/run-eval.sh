@@ -32,6 +32,7 @@ Data and output
                     folder (default: runs/eval; demo: runs). Rerunning into
                     the same folder reuses its finished results and says so; the evaluator refuses
                     earlier results made with other settings (EXTRA_EVAL_ARGS=--force redoes them).
+                    One run per folder at a time: a second is refused at once, naming the first's PID.
                     Every eval file of every LENGTH is read in full before anything starts; a rerun
                     with nothing left to run starts no server, and one with other LENGTH values keeps
                     the earlier lengths in summary.json and the plot
@@ -45,7 +46,8 @@ Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs)
   EXTRA_SERVE_ARGS  more vLLM server flags, word-split (default: none)
   SERVE_TIMEOUT     seconds to wait for the servers to be healthy (default: 1800; also on CPU)
   HEALTH_INTERVAL   seconds between two health checks of a starting server (default: 5)
-  SERVE_STOP_TIMEOUT  seconds a stopped server gets after SIGTERM before SIGKILL (default: 30)
+  SERVE_STOP_TIMEOUT  seconds a stopped server gets after SIGTERM before SIGKILL (default: 30); also
+                    after this script is killed (kill -9 included), when its servers and evaluator stop
   Without a GPU the model is served by vLLM's CPU build (mem_agent.local_stack) and the settings
   above, except SERVE_TIMEOUT, are errors; in a dry run they preview a GPU launch instead (below).
   Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/.
@@ -229,6 +231,13 @@ PYTHON_READY=1
 resolve_python "${needed[@]}" || PYTHON_READY=0
 check_mem_settings
 
+# ---- the run folder: one writer at a time, locked before its first read ------------------------------
+# A folder that exists is locked now, before the checks below read it; a new one is made (and
+# locked) only once every check has passed. A second run on a held folder stops here, in one line.
+if [[ "${DRY_RUN}" != "1" && "${_MEM_CHECK_ONLY:-0}" != "1" && -d "${RUN_DIR}" ]] && ((${#PROBLEMS[@]} == 0)); then
+  lock_run_folder "${RUN_DIR}" "choose another SAVE_FILE"
+fi
+
 # ---- the paths and the machine -----------------------------------------------------------------
 if [[ "${MODE}" != "demo" ]]; then
   absent=()
@@ -316,13 +325,21 @@ if ((PYTHON_READY && ${#PROBLEMS[@]} == 0)); then
 fi
 report_problems
 
-# ---- serving -------------------------------------------------------------------------------------
-SERVER_PGIDS=()
-running_groups() { # the server process groups of which a process still runs (a zombie has exited)
-  local pgids=" ${SERVER_PGIDS[*]} "
+# ---- one writer per run folder ----------------------------------------------------------------------
+# Every check has passed: the folder may be made now. (Held already where it existed before its first read.)
+[[ "${DRY_RUN}" == "1" ]] || lock_run_folder "${RUN_DIR}" "choose another SAVE_FILE"
+
+# ---- process groups: servers and the evaluator ---------------------------------------------------
+# Each runs in its own process group (setsid), led by a tether to this script (mem_agent.tether):
+# TERM or INT here stops every group (the traps below); SIGKILL here, which nothing can trap, is
+# seen by each tether within 0.1 s, and it stops its group itself (SIGTERM, SERVE_STOP_TIMEOUT, SIGKILL).
+STARTED_PGIDS=()
+tethered=("${PYTHON}" -m mem_agent.tether --parent "$$" --grace "${SERVE_STOP_TIMEOUT}" --)
+running_groups() { # the started process groups of which a process still runs (a zombie has exited)
+  local pgids=" ${STARTED_PGIDS[*]} "
   ps -eo pgid=,stat= | awk -v ours="${pgids}" 'index(ours, " " $1 " ") && $2 !~ /^Z/ { print $1 }' | sort -u
 }
-wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of our servers runs
+wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of the groups we started runs
   local waited=0
   while [[ -n "$(running_groups)" ]]; do
     ((waited < $1)) || return 1
@@ -330,19 +347,19 @@ wait_groups_gone() { # wait_groups_gone SECONDS: true once no process of our ser
     waited=$((waited + 1))
   done
 }
-stop_servers() { # each server is its own process group (setsid): stopping it stops its engine processes
+stop_started() { # each started command is its own process group (setsid): stopping it stops what it forked
   local pgid
-  ((${#SERVER_PGIDS[@]})) || return 0
+  ((${#STARTED_PGIDS[@]})) || return 0
   for pgid in $(running_groups); do
     kill -TERM -- "-${pgid}" 2>/dev/null || true
   done
   wait_groups_gone "${SERVE_STOP_TIMEOUT}" && return 0
   for pgid in $(running_groups); do
-    echo "server process group ${pgid} still running after ${SERVE_STOP_TIMEOUT} s: SIGKILL"
+    echo "process group ${pgid} still running after ${SERVE_STOP_TIMEOUT} s: SIGKILL"
     kill -KILL -- "-${pgid}" 2>/dev/null || true
   done
   wait_groups_gone "${KILL_WAIT}" ||
-    echo "warning: processes of server group(s) $(running_groups | xargs) outlived SIGKILL by ${KILL_WAIT} s" >&2
+    echo "warning: processes of group(s) $(running_groups | xargs) outlived SIGKILL by ${KILL_WAIT} s" >&2
 }
 
 start_server() { # start_server NAME COMMAND...: in its own session, logged to servers/NAME.log
@@ -353,8 +370,9 @@ start_server() { # start_server NAME COMMAND...: in its own session, logged to s
     return 0
   fi
   mkdir -p "${RUN_DIR}/servers"
-  setsid "$@" >"${log}" 2>&1 </dev/null &
-  SERVER_PGIDS+=("$!")
+  # The run folder's lock is not passed on: a server writes only its log.
+  setsid "${tethered[@]}" "$@" >"${log}" 2>&1 </dev/null {RUN_LOCK_FD}>&- &
+  STARTED_PGIDS+=("$!")
   echo "started ${name} (pid $!, log ${log})"
 }
 
@@ -362,7 +380,7 @@ wait_healthy() { # wait_healthy URL NAME INDEX: until URL/health answers, server
   local url=$1 log="${RUN_DIR}/servers/$2.log" waited=0
   [[ "${DRY_RUN}" != "1" ]] || return 0
   until curl --silent --fail --noproxy '*' "${url}/health" >/dev/null 2>&1; do
-    if ! kill -0 "${SERVER_PGIDS[$3]}" 2>/dev/null; then
+    if ! kill -0 "${STARTED_PGIDS[$3]}" 2>/dev/null; then
       echo "error: $2 exited before it was healthy; last lines of ${log}:" >&2
       tail -n 30 "${log}" >&2
       exit 1
@@ -392,9 +410,6 @@ serve_on_gpus() {
     --tensor-parallel-size "${TP}" "${extra_serve[@]}")
   [[ "${DRY_RUN}" != "1" ]] ||
     echo "dry run: DP=${DP} x TP=${TP} = $((DP * TP)) of ${#GPUS[@]} GPU(s) (${GPUS[*]}), DP_MODE=${DP_MODE}, serving at http://${HOST}:${PORT}"
-  trap stop_servers EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
   if ((DP == 1)) || [[ "${DP_MODE}" == "vllm" ]]; then
     local dp_flags=()
     ((DP == 1)) || dp_flags=(--data-parallel-size "${DP}")
@@ -418,14 +433,30 @@ serve_on_gpus() {
   URL="http://${HOST}:${PORT}"
 }
 
+# run_in_group COMMAND...: in its own tethered group, waited for; returns its exit status. The wait
+# is what lets a TERM or INT reach the traps at once (bash runs a trap only after a foreground
+# command ends, which for an evaluation may be hours).
+run_in_group() {
+  if [[ "${DRY_RUN}" == "1" ]]; then
+    run "$@"
+    return 0
+  fi
+  setsid "${tethered[@]}" "$@" &
+  STARTED_PGIDS+=("$!")
+  wait "$!"
+}
+
 # ---- run -----------------------------------------------------------------------------------------
+trap stop_started EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 if [[ "${CONVERT}" == "1" ]]; then
   run env SINGLE_ITER="${SINGLE_ITER}" bash "${SCRIPT_DIR}/convert-to-hf.sh"
 fi
 evaluate=("${PYTHON}" -m mem_agent.eval_ruler_hqa "${eval_args[@]}")
 if [[ "${LEFT_TO_RUN}" == 0 && "${CONVERT}" != "1" ]]; then
   echo "nothing left to run in ${RUN_DIR}: every item has a result, so no server is started"
-  run "${evaluate[@]}"
+  run_in_group "${evaluate[@]}"
   exit 0
 fi
 case "${MODE}" in
@@ -446,19 +477,19 @@ case "${MODE}" in
       --num-docs "${build[@]}" --num-questions "${DEMO_QUESTIONS}" --out-dir "${DATA_ROOT}"
     # The local stack exports MEM_ROUTER_URL and MEM_MODEL_PATH, which the evaluator reads as its
     # defaults for --url and --tokenizer; it stops vLLM and the router when the evaluator exits.
-    run "${PYTHON}" -m mem_agent.local_stack exec --run-dir "${RUN_DIR}/servers" --start-timeout "${SERVE_TIMEOUT}" \
+    run_in_group "${PYTHON}" -m mem_agent.local_stack exec --run-dir "${RUN_DIR}/servers" --start-timeout "${SERVE_TIMEOUT}" \
       -- "${evaluate[@]}"
     ;;
   url)
-    run "${evaluate[@]}" --url "${URL}"
+    run_in_group "${evaluate[@]}" --url "${URL}"
     ;;
   serve)
     if ((${#GPUS[@]})); then
       serve_on_gpus
-      run "${evaluate[@]}" --url "${URL}"
+      run_in_group "${evaluate[@]}" --url "${URL}"
     else
       echo "no GPU found: serving ${MODEL_PATH} with vLLM's CPU build (slow beyond small models)"
-      run "${PYTHON}" -m mem_agent.local_stack exec --model "${MODEL_PATH}" --run-dir "${RUN_DIR}/servers" \
+      run_in_group "${PYTHON}" -m mem_agent.local_stack exec --model "${MODEL_PATH}" --run-dir "${RUN_DIR}/servers" \
         --start-timeout "${SERVE_TIMEOUT}" -- "${evaluate[@]}"
     fi
     ;;

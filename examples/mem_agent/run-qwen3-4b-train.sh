@@ -23,8 +23,9 @@ Paths (relative paths are made absolute)
   TORCH_DIST        the same in Megatron torch_dist format, made by the trainer's
                     tools/convert_hf_to_torch_dist.py (default: ~/models/Qwen3-4B_torch_dist)
   TRAIN_DATA        JSONL from `python -m mem_agent.prepare_data` (default: ~/mem_agent_data/hotpotqa_train.jsonl)
-  SAVE_PATH         checkpoints (iter_XXXXXXX), Ray logs and the head's log (default: ~/mem_agent_runs/qwen3-4b-memagent)
-Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
+  SAVE_PATH         checkpoints (iter_XXXXXXX), trajectories/ (metrics and records), Ray logs and the head's log
+                    (default: ~/mem_agent_runs/qwen3-4b-memagent)
+Recipe (MemAgent's GRPO; the recipe table of docs/training.md gives each value's source)
   NUM_ROLLOUT=100  ROLLOUT_BATCH_SIZE=128 (prompts per rollout)  N_SAMPLES=16 (trajectories per prompt)
   UPDATES_PER_ROLLOUT=16  optimizer updates per rollout (MemAgent: 128 prompts in mini-batches of 8)
   GLOBAL_BATCH_SIZE trajectories per optimizer update (default: ROLLOUT_BATCH_SIZE x N_SAMPLES /
@@ -38,8 +39,13 @@ Recipe (MemAgent's GRPO; the README's recipe table gives each value's source)
   WEIGHT_DECAY=0.01  ADAM_BETA1=0.9  ADAM_BETA2=0.999 (AdamW; Megatron's adam decouples weight decay)
   KL_COEF=0.001 (low_var_kl)  EPS_CLIP=0.2  EPS_CLIP_HIGH=0.2  EPS_CLIP_C=3.0 (dual clip)  SAVE_INTERVAL=50
   TEMPERATURE=1.0   ROLLOUT_MAX_RESPONSE_LEN=1024 (the host's budget; each turn uses MEM_MAX_MEMORY / MEM_MAX_FINAL)
-  MEM_*             agent settings (chunk size, memory size, mode, ...; see the README's settings table),
-                    validated here and sent to every worker only when set; Python owns their defaults
+  SHUFFLE=0         0: prompts in file order (MemAgent's data.shuffle=False); 1: --rollout-shuffle
+  MEM_*             agent settings (chunk size, memory size, mode, ...; see docs/settings.md),
+                    validated here and sent to every worker only when set; Python owns their defaults.
+                    Every agent setting the job gets, set or defaulted, is printed before it starts
+  MEM_TRAJECTORY_EVERY=1  MEM_TRAJECTORY_COUNT=8  trajectory records: every N rollouts, this many
+                    trajectories (correct and wrong), under SAVE_PATH/trajectories/ (at most ~0.4 MB a
+                    rollout for 8-chunk documents); 0 = none. `python -m mem_agent.train_summary SAVE_PATH` plots the run
 Evaluation during training (off unless EVAL_DATA is set)
   EVAL_DATA         JSONL from mem_agent.prepare_data    EVAL_INTERVAL=20
   EVAL_TEMPERATURE=0.7  EVAL_TOP_P=0.95 (MemAgent's evaluation sampling)
@@ -95,6 +101,7 @@ EPS_CLIP=${EPS_CLIP:-0.2}
 EPS_CLIP_HIGH=${EPS_CLIP_HIGH:-0.2}
 EPS_CLIP_C=${EPS_CLIP_C:-3.0}
 TEMPERATURE=${TEMPERATURE:-1.0}
+SHUFFLE=${SHUFFLE:-0}
 ROLLOUT_MAX_RESPONSE_LEN=${ROLLOUT_MAX_RESPONSE_LEN:-1024}
 EVAL_DATA=${EVAL_DATA:-}
 EVAL_INTERVAL=${EVAL_INTERVAL:-20}
@@ -184,6 +191,7 @@ done
 [[ -z "${LR_WARMUP_ITERS}" ]] || require_count LR_WARMUP_ITERS 0
 require_choice LOSS_WEIGHTING token trajectory
 require_flag GRPO_STD_NORM
+require_flag SHUFFLE
 if [[ "${ASYNC}" == "1" ]]; then
   [[ -z "${ACTOR_GPUS_PER_NODE:-}" ]] || require_count ACTOR_GPUS_PER_NODE
   [[ -z "${ROLLOUT_NUM_GPUS:-}" ]] || require_count ROLLOUT_NUM_GPUS
@@ -279,6 +287,17 @@ if ! RUNTIME_ENV=$(mem_env_json 2>&1); then
   RUNTIME_ENV='{"env_vars": "(built by Python 3.11 at run time; none found here)"}'
 fi
 report_problems
+# Every agent setting the workers will run with, set or defaulted, as Python computes it (the
+# defaults live only in mem_agent/settings/config.py; the check above found them usable).
+AGENT_SETTINGS=("(Python 3.11 was not found here: see the settings table for the defaults)")
+if agent_python=$(stdlib_python) && out=$(_MEM_EXAMPLES="${MEM_EXAMPLES_DIR}" "${agent_python}" -c '
+import os, sys
+sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
+from mem_agent.settings.report import settings_lines
+print("\n".join(settings_lines()))
+' 2>&1); then
+  mapfile -t AGENT_SETTINGS <<<"${out}"
+fi
 
 # ---- the trainer's arguments, grouped by concern ----------------------------------------------
 # Qwen3-4B as the trainer's scripts/models/qwen3-4B.sh describes it. Its input and output
@@ -299,17 +318,23 @@ CKPT_ARGS=(
 # refuse the flag). The document travels in metadata.context.
 ROLLOUT_ARGS=(
   --prompt-data "${TRAIN_DATA}" --input-key prompt --label-key label --metadata-key metadata
-  --rollout-shuffle --num-rollout "${NUM_ROLLOUT}" --rollout-batch-size "${ROLLOUT_BATCH_SIZE}"
+  --num-rollout "${NUM_ROLLOUT}" --rollout-batch-size "${ROLLOUT_BATCH_SIZE}"
   --n-samples-per-prompt "${N_SAMPLES}" --rollout-temperature "${TEMPERATURE}"
   --rollout-max-response-len "${ROLLOUT_MAX_RESPONSE_LEN}" --global-batch-size "${GLOBAL_BATCH_SIZE}"
 )
+# MemAgent reads its training file in order (data.shuffle=False); the hosts shuffle only when asked.
+[[ "${SHUFFLE}" != 1 ]] || ROLLOUT_ARGS+=(--rollout-shuffle)
 # The memory agent: generate runs every turn of a trajectory and returns one sample per turn;
-# the reward and advantages are per trajectory, broadcast to its turns.
+# the reward and advantages are per trajectory, broadcast to its turns. The log hooks add the
+# memory-agent metrics (counted per trajectory) to the host's own in W&B / TensorBoard, and write
+# SAVE_PATH/trajectories/ (metrics.jsonl, and rollout_<id>.jsonl trajectory records).
 CUSTOM_ARGS=(
   --custom-generate-function-path mem_agent.rollout.generate
   --custom-rm-path mem_agent.rollout.reward
   --custom-reward-post-process-path mem_agent.rollout.reward_post_process
   --custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data
+  --custom-rollout-log-function-path mem_agent.rollout_log.log_rollout
+  --custom-eval-rollout-log-function-path mem_agent.rollout_log.log_eval_rollout
 )
 # MemAgent (verl): A = R - mean(R) per prompt without std division, PPO clip with dual clip 3.0,
 # low-variance KL loss, and the loss averaged over every response token of an update.
@@ -432,6 +457,13 @@ echo "host trainer: ${HOST_TRAINER} (${TRAINER_ROOT}), ${TRAIN_SCRIPT}, ${NNODES
 echo "schedule: ${ROLLOUT_BATCH_SIZE} prompts x ${N_SAMPLES} = ${TRAJECTORIES} trajectories a rollout;" \
   "${UPDATES_PER_ROLLOUT} optimizer updates of ${GLOBAL_BATCH_SIZE} trajectories (${HOST_TRAINER} counts" \
   "--global-batch-size in trajectories); loss weighting: ${LOSS_WEIGHTING}; LR warmup ${LR_WARMUP_ITERS} updates"
+if [[ "${SHUFFLE}" == 1 ]]; then
+  echo "data order: shuffled each epoch (SHUFFLE=1: --rollout-shuffle)"
+else
+  echo "data order: the file's order (SHUFFLE=0, MemAgent's data.shuffle=False)"
+fi
+echo "agent settings (MEM_*; only the ones set travel to the workers, which default the rest the same way):"
+printf '  %s\n' "${AGENT_SETTINGS[@]}"
 if [[ -n "${WANDB_PROJECT}" ]]; then
   if [[ -n "${WANDB_API_KEY:-}" ]]; then
     echo "wandb: project ${WANDB_PROJECT}; WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"

@@ -44,7 +44,7 @@ from support.host import metrics
 
 
 def log_rollout_data(rollout_id, args, samples, rollout_extra_metrics, rollout_time):
-    return metrics.log_rollout_data(args, samples, rollout_extra_metrics, rollout_time)
+    return metrics.log_rollout_data(rollout_id, args, samples, rollout_extra_metrics, rollout_time)
 """,
     "utils/dp_schedule.py": """
 from support.host import dp_schedule

@@ -28,9 +28,15 @@ class Recorded:
 
 
 def real_step(
-    router_url: str, model_path: Any, rows: list[dict], plan: FaultPlan | None = None, backend: str = "vime"
+    router_url: str,
+    model_path: Any,
+    rows: list[dict],
+    plan: FaultPlan | None = None,
+    backend: str = "vime",
+    **overrides: Any,
 ) -> Recorded:
-    """One step over `rows` (SAMPLES_PER_PROMPT samples each, one update per prompt, two DP ranks)."""
+    """One step over `rows` (SAMPLES_PER_PROMPT samples each, one update per prompt, two DP ranks);
+    `overrides` set more host flags (e.g. `save`)."""
     with small_agent(), fault_proxy(router_url, plan or scripted()) as proxy:
         args = host_args(
             proxy.url,
@@ -40,6 +46,7 @@ def real_step(
             rollout_batch_size=len(rows),
             global_batch_size=SAMPLES_PER_PROMPT,
             grpo_std_normalization=False,
+            **overrides,
         )
         result = run_step(args, DataSource(rows, SAMPLES_PER_PROMPT), dp_size=2, closers=(close_clients,))
     return Recorded(result, proxy.exchanges, args)

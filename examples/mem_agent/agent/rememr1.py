@@ -6,7 +6,7 @@ trajectory (see retrieval.py); that memory is shown in its own block of the next
 (or a "nothing recalled" text), so only one recalled memory is visible at a time, and the final
 turn sees problem + memory + the last recalled memory.
 
-Choices where the reference implementation is fragile (documented in the README):
+Choices where the reference implementation is fragile (documented in docs/fidelity.md):
 - tags are parsed across lines (`re.DOTALL`); the memory is, as in the released code, the whole
   visible response with its recall blocks removed (MEM_REMEMR1_MEMORY=response), or
   (MEM_REMEMR1_MEMORY=update) its last non-empty update block, or, when the model wrote none, the

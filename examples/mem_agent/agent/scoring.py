@@ -1,7 +1,7 @@
 """Two answer verifiers, kept apart on purpose: the strict training reward and the reporting metrics.
 
-Both reproduce their references by default. The README's scoring table lists every place we
-differ and why; the tests compare us with the references' rules restated from their specification.
+Both reproduce their references by default. docs/fidelity.md's scoring table lists every place
+we differ and why; the tests compare us with the references' rules restated from their specification.
 
 **Reading the box (`extract_boxed`, both verifiers): MemAgent's rule.** If the text holds `\\boxed `
 (one space) anywhere, the answer is what follows its last occurrence, up to the first `$` (the

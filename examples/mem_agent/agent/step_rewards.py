@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from mem_agent.agent.records import Turn, TurnKind
 from mem_agent.agent.retrieval import words
@@ -50,7 +51,7 @@ def coverage(text: str, ground_truths: Sequence[str], rule: CoverageRule = Cover
 
 @dataclass(frozen=True)
 class MemoryTurnFacts:
-    turn_input: str  # what the turn read: its decoded prompt (problem, memory, section)
+    turn_input: str  # what the turn read: its prompt decoded without special tokens (problem, memory, section)
     memory_before: str
     memory_after: str
     recalled: str | None  # the memory its recall query brought back
@@ -93,6 +94,13 @@ def recall_hit(recalled: str | None, ground_truths: Sequence[str]) -> bool:
         return False
     present = set(words(recalled))
     return any(word in present for truth in ground_truths for word in words(truth))
+
+
+def released_turn_input(tokenizer: Any) -> Callable[[Turn], str]:
+    """A memory turn's input as ReMemR1's released reward reads it: the prompt's ids decoded with
+    `skip_special_tokens=True` (verl/trainer/ppo/ray_trainer.py), so chat-template markers such as
+    `<|im_start|>` never count as words the input already held."""
+    return lambda turn: tokenizer.decode(turn.prompt_ids.tolist(), skip_special_tokens=True)
 
 
 def turn_state_rewards(

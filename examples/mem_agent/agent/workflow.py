@@ -197,5 +197,6 @@ class _Recorder:
         self.trajectory.turns.append(turn)
         if self.on_turn is not None:
             self.on_turn(turn)
-        if not self.keep_prompt_ids:
+        if not self.keep_prompt_ids:  # its length stays known to the turn records
+            turn.extras["prompt_tokens"] = len(turn.prompt_ids)
             turn.prompt_ids = turn.prompt_ids[:0]

@@ -9,6 +9,7 @@ the run with its file, position and field (exit 2) instead of being scored as wr
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -82,6 +83,16 @@ def check_eval_file(path: Path) -> list[str]:
     if not ids:
         raise DataFormatError(f"{path}: holds no items (an empty array)")
     return ids
+
+
+def file_sha256(path: Path) -> str:
+    """The file's sha256, read in 1 MiB blocks (a 6400-document file is ~450 MB): summary.json records
+    it, so results are only reused, and runs only compared, over the same data."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def resolve_files(args: argparse.Namespace, *, allow_missing: bool = False) -> list[EvalFile]:

@@ -3,8 +3,11 @@
 One JSONL file per input file. Each finished item is one line, written and fsynced at once, so a
 killed evaluator loses at most the items still in flight. On start the file is read back:
 complete results are kept (their ids are skipped), failed results are dropped so those items
-run again, and a partial last line left by a crash is cut off. The file is then rewritten
-atomically, so after any number of kills and resumes there is exactly one line per item.
+run again, a partial last line left by a crash is cut off, and of an item found more than once
+(a file from an older version, two files joined by hand) the first completed line is kept. The
+file is then rewritten atomically, and every repair is announced, so after any number of kills
+and resumes there is exactly one line per item. Reports never trust that, either: `summarize`
+counts each item id once, whatever the file holds.
 """
 
 from __future__ import annotations
@@ -28,6 +31,17 @@ class ResumeReport:
     repaired_partial_line: bool = False
     dropped_duplicates: int = 0
     dropped_invalid: int = 0
+
+    def repairs(self) -> list[str]:
+        """What the read-back changed in the file, for the line that announces it (empty: nothing)."""
+        done = []
+        if self.repaired_partial_line:
+            done.append("cut a partial last line (a crash mid-write)")
+        if self.dropped_duplicates:
+            done.append(f"dropped {self.dropped_duplicates} repeated line(s) of items already there")
+        if self.dropped_invalid:
+            done.append(f"dropped {self.dropped_invalid} unreadable line(s)")
+        return done
 
 
 @dataclass
@@ -97,9 +111,21 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def unique_items(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One record per item id, in first-seen order: its first completed line, else its last failed one
+    (the store's own rule for what a rerun keeps, so a report and a resume agree)."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for record in records:
+        item_id = str(record.get("id"))
+        if chosen.get(item_id, {}).get("status") != COMPLETED:
+            chosen[item_id] = record
+    return list(chosen.values())
+
+
 def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) -> dict[str, Any]:
-    """Mean metrics x 100 where failed and missing items count as 0: the denominator is every item."""
-    records = list(records)
+    """Mean metrics x 100 where failed and missing items count as 0: the denominator is every item.
+    Each item id counts once, however often the file holds it."""
+    records = unique_items(records)
     completed = [r for r in records if r.get("status") == COMPLETED]
     total = max(expected or 0, len(records))
     summary: dict[str, Any] = {

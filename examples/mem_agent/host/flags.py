@@ -2,8 +2,8 @@
 
 One prompt fans out into `n` trajectories, and each trajectory into a list of turn samples, so a
 group the host's rollout loop holds is `n` lists, not `n` samples. Every slime HEAD / current
-vime flag that reads rewards, groups or samples was checked against that shape (the README's
-host-flag table lists them all). The supported ones need nothing here, or are checked for
+vime flag that reads rewards, groups or samples was checked against that shape (the host-flag
+table of docs/host-flags.md lists them all). The supported ones need nothing here, or are checked for
 values that cannot work; the others fail late and obscurely inside the host, or train on wrong
 data, so `check_host_args` refuses them before the first request, with one line that names the
 flag, the reason and the fix.

@@ -23,6 +23,8 @@ LAUNCH_HOOKS = {
     "custom_rm_path": "mem_agent.rollout.reward",
     "custom_reward_post_process_path": "mem_agent.rollout.reward_post_process",
     "custom_convert_samples_to_train_data_path": "mem_agent.custom_convert.convert_samples_to_train_data",
+    "custom_rollout_log_function_path": "mem_agent.rollout_log.log_rollout",
+    "custom_eval_rollout_log_function_path": "mem_agent.rollout_log.log_eval_rollout",
 }
 PARSER_DEFAULTS: dict[str, Any] = {
     "rollout_global_dataset": True,

@@ -76,6 +76,17 @@ def info_of(sample: Any) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def ground_truths(sample: Any) -> list[str]:
+    """`metadata["ground_truth"]` (a list or one string), else the label (a list or one string)."""
+    metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
+    for truths in (metadata.get("ground_truth"), sample.label):
+        if isinstance(truths, str) and truths:
+            return [truths]
+        if isinstance(truths, list | tuple) and truths:
+            return [str(truth) for truth in truths]
+    return []
+
+
 @dataclass(frozen=True)
 class Normalization:
     """How the host's own GRPO normalises rewards, read from its flags (slime/ray/rollout.py:612-633).

@@ -4,10 +4,13 @@ so each is defined and documented once, and the agent, sampling and client setti
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import urllib.parse
+from pathlib import Path
 
+from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import UsageError, problems_to_error
@@ -55,7 +58,12 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chunk-tokens", type=int, default=None, help="tokens per chunk (default: MEM_CHUNK_TOKENS)")
     parser.add_argument("--max-memory", type=int, default=None, help="memory token limit (default: MEM_MAX_MEMORY)")
     parser.add_argument("--max-final", type=int, default=None, help="answer token limit (default: MEM_MAX_FINAL)")
-    parser.add_argument("--max-chunks", type=int, default=None, help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS)")
+    parser.add_argument(
+        "--max-chunks",
+        type=int,
+        default=None,
+        help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS where set, else 0: whole documents, as MemAgent evaluates)",
+    )
     parser.add_argument(
         "--prompts",
         default=None,
@@ -72,14 +80,20 @@ _AGENT_FLAGS |= {"max_final_tokens": ("--max-final", 1), "max_chunks": ("--max-c
 def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
     """MEM_* settings from the environment, with the flags that were given taking precedence.
 
+    The chunk cap is MemAgent's training setting: its evaluation reads every chunk of a document,
+    so these commands do too unless the cap is asked for (MEM_MAX_CHUNKS set, or --max-chunks).
     Every problem at once, each by the name the user typed: a bad flag as the flag (not the
     MEM_* setting it overrides), a bad variable as the variable; a setting a flag overrides is
-    not judged."""
+    not judged.
+    """
+    max_chunks = args.max_chunks
+    if max_chunks is None and not os.environ.get("MEM_MAX_CHUNKS", "").strip():
+        max_chunks = 0
     overrides = {
         "chunk_tokens": args.chunk_tokens,
         "max_memory_tokens": args.max_memory,
         "max_final_tokens": args.max_final,
-        "max_chunks": args.max_chunks,
+        "max_chunks": max_chunks,
         "prompts": args.prompts,
     }
     overrides = {key: value for key, value in overrides.items() if value is not None}
@@ -113,6 +127,45 @@ def build_agent(tokenizer_path: str, config: MemAgentConfig) -> MemoryAgent:
         message = " ".join(str(error).split()) or type(error).__name__
         problem = f"its chat template cannot build the prompts: {message}"
         raise UsageError(f"--tokenizer {tokenizer_path}: {problem}") from None
+
+
+def model_window(tokenizer_path: str) -> int | None:
+    """The model's context window as its config.json states it (`max_position_embeddings`), or None
+    where the folder has none (the bundled tokenizer, a tokenizer-only folder)."""
+    if tokenizer_path == BUNDLED_QWEN3:
+        return None
+    try:
+        config = json.loads((Path(tokenizer_path).expanduser() / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    window = config.get("max_position_embeddings") if isinstance(config, dict) else None
+    return window if isinstance(window, int) and window > 0 else None
+
+
+def check_direct_settings(config: MemAgentConfig) -> None:
+    """What --mode direct cannot honour, refused before anything starts (the evaluator's --check too)."""
+    if config.prompts:
+        raise UsageError(
+            f"--mode direct reads with its own prompt; MEM_PROMPTS / --prompts {config.prompts} holds"
+            " memory-agent prompts: unset it for this run"
+        )
+
+
+def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int | None) -> DirectReader:
+    """The long-context baseline for a model folder; `window` None reads the model's own."""
+    check_direct_settings(config)
+    if window is None:
+        window = model_window(tokenizer_path)
+        if window is None:
+            raise UsageError(
+                f"--mode direct needs the model's window: {tokenizer_path} has no config.json with"
+                " max_position_embeddings, so pass --context-window TOKENS"
+            )
+    tokenizer = load_tokenizer(tokenizer_path, config.tokenizer)
+    try:
+        return DirectReader(tokenizer, config, window)
+    except WindowTooSmallError as error:
+        raise UsageError(f"--context-window: {error}") from None
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:

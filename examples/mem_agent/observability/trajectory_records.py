@@ -42,6 +42,7 @@ class TurnRecord:
     recall_query: str | None = None  # ReMemR1: what this turn asked to recall
     recalled: str | None = None  # ReMemR1: the earlier memory the recall returned
     state_reward: float | None = None  # ReMemR1: this turn's state reward, where computed
+    advantage: float | None = None  # training: the advantage this turn was trained with
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +108,7 @@ def record_of(
                 text=decode(turn.memory_ids if turn.kind is TurnKind.MEMORY else turn.response_ids),
                 cut=turn.truncated,
                 finish_reason=turn.finish_reason.value,
-                prompt_tokens=len(turn.prompt_ids),
+                prompt_tokens=len(turn.prompt_ids) or _int(extras.get("prompt_tokens")),
                 response_tokens=len(turn.completion),
                 memory_tokens=len(turn.memory_ids),
                 recall_query=_text_or_none(extras.get("recall_query")),
@@ -131,6 +132,10 @@ def record_of(
         error=trajectory.error,
         **context,
     )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _text_or_none(value: object) -> str | None:

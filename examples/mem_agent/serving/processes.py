@@ -6,6 +6,8 @@ vLLM forks an engine process, and stopping the API server's PID alone would orph
 broad `pkill` would hit other users' jobs on a shared node. A stop returns only once no process
 of the group runs: a signal is delivered when its target is next scheduled, which on a loaded
 machine can be well after `kill` returns, and an orphaned child is reaped by init, not by us.
+Each group is led by a tether to this process (serving/tether.py), so that our own death, even
+by SIGKILL, stops it too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+STOP_GRACE_S = 15.0  # SIGTERM to SIGKILL, for a stop by us and for one by a tether whose parent we were
 
 
 class ServerStartError(RuntimeError):
@@ -61,7 +65,7 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def stop(self, grace_s: float = 15.0, kill_wait_s: float = 30.0) -> None:
+    def stop(self, grace_s: float = STOP_GRACE_S, kill_wait_s: float = 30.0) -> None:
         """SIGTERM the process group, SIGKILL it if anything still runs after `grace_s`, and return
         once nothing of it runs; ProcessStopError if something outlives SIGKILL by `kill_wait_s`."""
         _signal_group(self.pid, signal.SIGTERM)
@@ -126,10 +130,13 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def start_process(
     name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
 ) -> ManagedProcess:
+    """Start `argv` in a new process group under a tether to this process (mem_agent.tether): if we
+    die, even by SIGKILL, the group is stopped within the tether's poll plus STOP_GRACE_S."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    tether = [sys.executable, "-m", "mem_agent.tether", "--parent", str(os.getpid()), "--grace", str(STOP_GRACE_S)]
     with log_path.open("ab") as log:
         popen = subprocess.Popen(
-            list(argv),
+            [*tether, "--", *argv],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

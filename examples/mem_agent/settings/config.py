@@ -3,7 +3,7 @@
 Environment variables are the one channel that reaches a hook inside the trainer's Ray actors
 unchanged (slime and vime pass `--runtime-env-json` env vars to every worker), so they are the
 settings interface for training, evaluation and the CLIs alike. Python owns every default: the
-shell scripts forward only what the user set. The README's settings table is generated from
+shell scripts forward only what the user set. The settings table of docs/settings.md is generated from
 `SETTINGS` and a test keeps the two identical.
 """
 
@@ -71,7 +71,7 @@ class Setting:
     env: str
     field: str
     default: Any
-    kind: str  # how the value is parsed; shown in the README table
+    kind: str  # how the value is parsed; shown in the table of docs/settings.md
     doc: str
     # Whether an evaluated item's result (its answer, or how the answer is scored) can depend on the
     # value: the evaluator reuses earlier results only when these are unchanged. Timeouts, retries,
@@ -81,14 +81,28 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("MEM_CHUNK_TOKENS", "chunk_tokens", 5000, "positive int", "Document tokens per memory turn."),
-    Setting("MEM_MAX_MEMORY", "max_memory_tokens", 1024, "positive int", "Max new tokens of a memory turn."),
-    Setting("MEM_MAX_FINAL", "max_final_tokens", 1024, "positive int", "Max new tokens of the final answer."),
+    Setting(
+        "MEM_MAX_MEMORY",
+        "max_memory_tokens",
+        1024,
+        "positive int",
+        "Max new tokens of a memory turn (rememr1 mode: 2048, ReMemR1's recipe).",
+    ),
+    Setting(
+        "MEM_MAX_FINAL",
+        "max_final_tokens",
+        1024,
+        "positive int",
+        "Max new tokens of the final answer; unset, MEM_MAX_MEMORY's value (MemAgent's loop caps its final "
+        "turn with the memory limit), in rememr1 mode 2048 (ReMemR1's recipe).",
+    ),
     Setting(
         "MEM_MAX_CHUNKS",
         "max_chunks",
-        0,
+        8,
         "int >= 0",
-        "Chunk cap per document; 0 = no cap. Longer documents keep their first and last halves.",
+        "Chunk cap per document in the trainer's hooks (MemAgent's training: longer documents keep their "
+        "first and last halves); 0 = no cap. The evaluation commands read whole documents unless it is set.",
     ),
     Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
     Setting(
@@ -158,6 +172,22 @@ SETTINGS: tuple[Setting, ...] = (
         "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
     ),
     Setting(
+        "MEM_TRAJECTORY_EVERY",
+        "trajectory_every",
+        1,
+        "int >= 0",
+        "Training: write trajectory records every this many rollouts (under --save/trajectories); 0 = never.",
+        shapes_answers=False,
+    ),
+    Setting(
+        "MEM_TRAJECTORY_COUNT",
+        "trajectory_count",
+        8,
+        "positive int",
+        "Training: trajectories recorded per recorded rollout, correct and wrong ones both kept.",
+        shapes_answers=False,
+    ),
+    Setting(
         "MEM_REQUEST_TIMEOUT",
         "request_timeout_s",
         600.0,
@@ -195,7 +225,7 @@ class MemAgentConfig:
     chunk_tokens: int = 5000
     max_memory_tokens: int = 1024
     max_final_tokens: int = 1024
-    max_chunks: int = 0
+    max_chunks: int = 8
     mode: AgentMode = AgentMode.MEMAGENT
     thinking: bool = False
     prompts: str = ""
@@ -206,6 +236,8 @@ class MemAgentConfig:
     rememr1_coverage: CoverageRule = CoverageRule.SUBSTRING
     fold_unicode: bool = False
     sub_em_guard: bool = False
+    trajectory_every: int = 1
+    trajectory_count: int = 8
     request_timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
     max_retries: int = 3
@@ -247,11 +279,27 @@ class MemAgentConfig:
             if raw is not None and raw.strip() != "":
                 values[setting.field] = _parse(setting, raw.strip())
         values.update(overrides)
+        mode = _as_enum(_SETTING_OF["mode"], values.get("mode", AgentMode.MEMAGENT))
+        for name, value in MODE_DEFAULTS.get(mode, {}).items():  # below the user's values
+            values.setdefault(name, value)
+        if mode is AgentMode.MEMAGENT:  # MemAgent's final turn has the memory turns' limit
+            values.setdefault("max_final_tokens", values.get("max_memory_tokens", cls.max_memory_tokens))
         return cls(**values)
 
     @property
     def chunk_cap_tokens(self) -> int | None:
         return self.max_chunks * self.chunk_tokens if self.max_chunks else None
+
+
+# Defaults that follow the mode, where ReMemR1's own training recipe differs from MemAgent's
+# (ReMemR1's verl/trainer/config/ppo_trainer.yaml, recurrent.memory.config: memory and final answer
+# 2048 tokens each, MemAgent's 1024). from_env applies them where the variable is unset. In
+# memagent mode an unset MEM_MAX_FINAL follows MEM_MAX_MEMORY: MemAgent's loop (recurrent/impls/
+# memory.py, run_memory_7B.sh) generates the final answer with max_memorization_length.
+MODE_DEFAULTS: dict[AgentMode, dict[str, Any]] = {
+    AgentMode.REMEMR1: {"max_memory_tokens": 2048, "max_final_tokens": 2048},
+}
+_SETTING_OF = {setting.field: setting for setting in SETTINGS}
 
 
 # MEM_* variables the package reads that are not agent settings: the local stack's addresses for
@@ -305,7 +353,7 @@ def unknown_variable_problems(environ: Mapping[str, str]) -> list[str]:
             continue
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6) or known[:3]
         problems.append(
-            f"{name} is not a setting: did you mean {' or '.join(close)}? (see the settings table; a variable"
+            f"{name} is not a setting: did you mean {' or '.join(close)}? (see docs/settings.md; a variable"
             f" of your own: {ALLOW_UNKNOWN_VARIABLE}={name})"
         )
     return problems
@@ -392,7 +440,7 @@ def _check(setting: Setting, value: Any) -> None:
 
 
 def settings_table_markdown() -> str:
-    """The README's settings table, generated so documentation and code cannot drift apart."""
+    """The settings table of docs/settings.md, generated so documentation and code cannot drift apart."""
     rows = ["| variable | default | values | meaning |", "|---|---|---|---|"]
     for setting in SETTINGS:
         values = setting.kind.replace("|", r" \| ")  # a bare pipe would split the table cell

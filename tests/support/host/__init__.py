@@ -16,7 +16,8 @@ written down in our own words.
     rm.py            custom reward model calls and vime's return checks
     filters.py       the dynamic-filter contract and the host's own sample-level filter
     eval_loop.py     evaluation with n samples per prompt and the eval reward key
-    metrics.py       log_rollout_data / log_eval_rollout_data over the flat samples
+    metrics.py       log_rollout_data / log_eval_rollout_data over the flat samples, custom log hooks first
+    observability.py the hosts' logging_utils.log and compute_rollout_step, as the hooks find them
     train_data.py    rollout-id validation, flatten, convert, DP split, loss token weights
     dp_schedule.py   whole rollouts per step, token-budget packing, rank dealing, asserts
     step.py          one training step in the host's order

@@ -19,6 +19,8 @@ OUR_HOOKS = {
     "custom_rm_path": "mem_agent.rollout.reward",
     "custom_reward_post_process_path": "mem_agent.rollout.reward_post_process",
     "custom_convert_samples_to_train_data_path": "mem_agent.custom_convert.convert_samples_to_train_data",
+    "custom_rollout_log_function_path": "mem_agent.rollout_log.log_rollout",
+    "custom_eval_rollout_log_function_path": "mem_agent.rollout_log.log_eval_rollout",
 }
 
 
@@ -66,6 +68,8 @@ def host_args(
         max_tokens_per_gpu=16384,
         micro_batch_size=1,
         balance_data=False,
+        save=None,
+        wandb_always_use_train_step=False,
         **OUR_HOOKS,
     )
     if backend == "vime":

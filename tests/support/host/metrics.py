@@ -11,6 +11,12 @@ response lengths from `effective_response_length` (:45), zero-std groups by `gro
 `weight_versions` (vime/utils/staleness.py). Evaluation (:223-253): `eval/<name>` is the mean of the
 rewards the eval loop read with `--eval-reward-key`, pass@k over `n_samples_per_eval_prompt`
 with `--log-passrate` (metric_utils.py:14-40 requires the reward count to be a multiple of n).
+Both entry points call `--custom-rollout-log-function-path` / `--custom-eval-rollout-log-function-
+path` first, exactly as the hosts do (slime :256-260 and :223-227; vime's `log_rollout_data`
+and `log_eval_rollout_data`, index 887ea48): `fn(rollout_id, args, samples, rollout_extra_metrics,
+rollout_time)` and `fn(rollout_id, args, data, extra_metrics)`, a True return skipping the host's
+own metrics; the host's then go through `logging_utils.log` stepped by `compute_rollout_step`
+(observability.py).
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from collections import defaultdict
 from statistics import mean
 from typing import Any
 
+from support.host import observability
+from support.host.args import backend_of
+from support.host.loader import load_function
+from support.host.observability import as_host_modules, compute_rollout_step
 from support.host.sample import Sample
 
 
@@ -97,26 +107,52 @@ def _staleness(samples: list[Sample], weight_version: int | None) -> dict[str, A
 
 
 def log_rollout_data(
-    args: Any, samples: list[Sample], extra_metrics: dict[str, Any] | None, seconds: float, weight_version: int = 0
-) -> dict[str, Any]:
-    """The per-step rollout log; returns the dict the host would send to its loggers."""
-    log = dict(extra_metrics or {})
-    log |= {f"rollout/{key}": value for key, value in _staleness(samples, weight_version).items()}
-    log |= {f"rollout/{key}": value for key, value in compute_metrics_from_samples(args, samples).items()}
-    log["perf/rollout_time"] = seconds
-    log["perf/non_generation_time_max"] = max(sample.non_generation_time for sample in samples)
+    rollout_id: int,
+    args: Any,
+    samples: list[Sample],
+    rollout_extra_metrics: dict[str, Any] | None,
+    rollout_time: float,
+    *,
+    weight_version: int | None = None,
+) -> dict[str, Any] | None:
+    """The per-step rollout log (slime rollout_metrics.py:256-271, vime's with `weight_version`):
+    the custom log function first, whose True skips the rest; returns what went to the logger."""
+    with as_host_modules(backend_of(args)):
+        if getattr(args, "custom_rollout_log_function_path", None) is not None:  # a preflight's args may lack it
+            custom_log_func = load_function(args.custom_rollout_log_function_path)
+            if custom_log_func(rollout_id, args, samples, rollout_extra_metrics, rollout_time):
+                return None
+        log = dict(rollout_extra_metrics or {})
+        log |= {f"rollout/{key}": value for key, value in _staleness(samples, weight_version).items()}
+        log |= {f"rollout/{key}": value for key, value in compute_metrics_from_samples(args, samples).items()}
+        log["perf/rollout_time"] = rollout_time
+        log["perf/non_generation_time_max"] = max(sample.non_generation_time for sample in samples)
+        log["rollout/step"] = compute_rollout_step(args, rollout_id)
+        observability.log(args, log, step_key="rollout/step")
     return log
 
 
-def log_eval_rollout_data(args: Any, data: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    log: dict[str, Any] = {}
-    for name, result in data.items():
-        rewards = result["rewards"]
-        log[f"eval/{name}"] = sum(rewards) / len(rewards)
-        for key, value in compute_metrics_from_samples(args, result["samples"]).items():
-            log[f"eval/{name}/{key}"] = value
-        if args.log_passrate and args.n_samples_per_eval_prompt > 1:
-            n = args.n_samples_per_eval_prompt
-            assert len(rewards) % n == 0, f"{len(rewards)} eval rewards for groups of {n}"
-            log[f"eval/{name}-pass@{n}"] = mean(max(rewards[i : i + n]) == 1 for i in range(0, len(rewards), n))
+def log_eval_rollout_data(
+    rollout_id: int, args: Any, data: dict[str, dict[str, Any]], extra_metrics: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """The eval log (slime rollout_metrics.py:223-253): the custom function first, as above."""
+    with as_host_modules(backend_of(args)):
+        if getattr(args, "custom_eval_rollout_log_function_path", None) is not None:
+            custom_log_func = load_function(args.custom_eval_rollout_log_function_path)
+            if custom_log_func(rollout_id, args, data, extra_metrics):
+                return None
+        log: dict[str, Any] = dict(extra_metrics or {})
+        for name, result in data.items():
+            rewards = result["rewards"]
+            log[f"eval/{name}"] = sum(rewards) / len(rewards)
+            for key, value in compute_metrics_from_samples(args, result["samples"]).items():
+                log[f"eval/{name}/{key}"] = value
+            if "truncated" in result:
+                log[f"eval/{name}-truncated_ratio"] = sum(result["truncated"]) / len(result["truncated"])
+            if args.log_passrate and args.n_samples_per_eval_prompt > 1:
+                n = args.n_samples_per_eval_prompt
+                assert len(rewards) % n == 0, f"{len(rewards)} eval rewards for groups of {n}"
+                log[f"eval/{name}-pass@{n}"] = mean(max(rewards[i : i + n]) == 1 for i in range(0, len(rewards), n))
+        log["eval/step"] = compute_rollout_step(args, rollout_id)
+        observability.log(args, log, step_key="eval/step")
     return log

@@ -25,7 +25,7 @@ from support.host.train_data import convert, flatten_rollout, split_by_dp
 class StepResult:
     output: RolloutOutput
     samples: list[Sample]
-    log: dict[str, Any]
+    log: dict[str, Any] | None  # None: the custom log function asked the host to skip its own
     data: dict[str, list[Any]]
     ranks: list[dict[str, Any]]
     schedule: DpSchedule
@@ -44,10 +44,12 @@ async def run_rollout(
             await close()
 
 
-def run_step(args: Any, source: DataSource, *, dp_size: int = 1, closers: tuple[Any, ...] = ()) -> StepResult:
+def run_step(
+    args: Any, source: DataSource, *, dp_size: int = 1, closers: tuple[Any, ...] = (), rollout_id: int = 0
+) -> StepResult:
     output, state = asyncio.run(run_rollout(args, source, closers))
     samples = flatten_rollout(output.samples)
-    log = log_rollout_data(args, samples, output.metrics, output.seconds)
+    log = log_rollout_data(rollout_id, args, samples, output.metrics, output.seconds)
     data = convert(args, samples)
     ranks, schedule = split_by_dp(args, data, parallel_config(dp_size))
     return StepResult(output, samples, log, data, ranks, schedule, state)

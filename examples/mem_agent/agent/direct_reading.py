@@ -1,0 +1,125 @@
+"""The long-context baseline: the same model reading the whole document in one prompt.
+
+MemAgent's headline figure sets the memory agent beside the same model given the whole context at
+once; this is that reader, so both land on one accuracy-vs-length plot. A document longer than the
+model's window is cut in the middle as RULER does (the first and last halves of the tokens that
+fit are kept, the middle is dropped and recorded), with the same rule `MEM_MAX_CHUNKS` applies to
+the memory agent's input. What fits is the window less the answer budget (`MEM_MAX_FINAL`) and
+the prompt's own tokens, so no request can overrun the server's context.
+
+The reader has the agent's shape (`tokenize_context`, `run`, `config`, `prompt_facts`), so the
+evaluator schedules, scores and records it like any other trajectory: one final turn, no memory.
+The wording is ours; a template file (`MEM_PROMPTS`) holds memory-agent prompts and does not apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mem_agent.agent.chunking import plan_chunks
+from mem_agent.agent.prompt_sets import ResponseCleaner
+from mem_agent.agent.prompts import compile_template
+from mem_agent.agent.records import (
+    FinishReason,
+    GenerationError,
+    SamplingParams,
+    Trajectory,
+    TrajectoryStatus,
+    Turn,
+    TurnKind,
+)
+from mem_agent.settings.config import MemAgentConfig
+from mem_agent.tokenization.tokenizer import TOKEN_DTYPE, encode
+
+if TYPE_CHECKING:
+    from mem_agent.agent.workflow import Generate
+
+DIRECT_MODE = "direct"
+
+DIRECT_TURN_TEXT = """Read the document below, then answer a question about it.
+
+<problem>
+{problem}
+</problem>
+
+<document>
+{context}
+</document>
+
+The question again: {problem}
+Answer it from the document. Reason briefly, then give the final answer inside \\boxed{{}}."""
+
+_THREAD_TOKENIZE_CHARS = 50_000
+
+
+class WindowTooSmallError(ValueError):
+    """The window cannot hold the prompt and the answer budget; the message names both."""
+
+
+class DirectReader:
+    """One prompt per document: the problem, as much of the document as fits, the problem again."""
+
+    def __init__(self, tokenizer: Any, config: MemAgentConfig, window: int) -> None:
+        self.tokenizer = tokenizer
+        self.config = config
+        self.window = window
+        self.template = compile_template(tokenizer, DIRECT_TURN_TEXT, thinking=config.thinking)
+        self.cleaner = ResponseCleaner(tokenizer, config.thinking)
+        self.prompt_facts: dict[str, Any] = {"kind": "built-in", "mode": DIRECT_MODE}
+        if self.context_budget(0) <= 0:
+            raise WindowTooSmallError(
+                f"a {window}-token window leaves no room for the document: the prompt takes"
+                f" {self.template.static_tokens} tokens and the answer budget (MEM_MAX_FINAL) {config.max_final_tokens}"
+            )
+
+    def context_budget(self, problem_tokens: int) -> int:
+        """Document tokens that fit beside a problem of `problem_tokens` (it appears twice)."""
+        used = self.template.static_tokens + 2 * problem_tokens + self.config.max_final_tokens
+        return self.window - used
+
+    async def tokenize_context(self, document: str) -> np.ndarray:
+        if len(document) > _THREAD_TOKENIZE_CHARS:
+            return await asyncio.to_thread(encode, self.tokenizer, document)
+        return encode(self.tokenizer, document)
+
+    async def run(
+        self,
+        problem: str,
+        context: str | np.ndarray,
+        generate: Generate,
+        sampling: SamplingParams,
+        on_turn: Callable[[Turn], None] | None = None,
+        keep_prompt_ids: bool = True,
+    ) -> Trajectory:
+        context_ids = await self.tokenize_context(context) if isinstance(context, str) else context
+        problem_ids = encode(self.tokenizer, problem)
+        total = int(np.asarray(context_ids).shape[0])
+        trajectory = Trajectory(turns=[], status=TrajectoryStatus.COMPLETED, context_tokens=total)
+        budget = self.context_budget(int(problem_ids.shape[0]))
+        if budget <= 0:
+            trajectory.status = TrajectoryStatus.FAILED
+            trajectory.error = f"the question alone fills the {self.window}-token window"
+            return trajectory
+        # One chunk of `budget` tokens capped at one: plan_chunks keeps the first and last halves.
+        plan = plan_chunks(np.asarray(context_ids, dtype=TOKEN_DTYPE), budget, max_chunks=1)
+        trajectory.dropped_tokens = plan.dropped_tokens
+        prompt = self.template.render(problem=problem_ids, context=plan.tokens)
+        try:
+            completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
+        except GenerationError as error:
+            trajectory.status = TrajectoryStatus.FAILED
+            trajectory.error = error.reason
+            return trajectory
+        turn = Turn(TurnKind.FINAL, 0, prompt if keep_prompt_ids else prompt[:0], completion, prompt[:0])
+        trajectory.turns.append(turn)
+        if on_turn is not None:
+            on_turn(turn)
+        if completion.finish_reason is FinishReason.ABORT:
+            trajectory.status = TrajectoryStatus.ABORTED
+            return trajectory
+        trajectory.answer = self.cleaner.text(completion.token_ids)
+        return trajectory

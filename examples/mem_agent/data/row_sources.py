@@ -1,0 +1,157 @@
+"""Where prepare_data's rows come from: local files (JSON, JSON Lines, parquet) and the Hugging Face hub.
+
+Every row comes with the name of the file it is in (`SourceRow.source`), so that a file's layout is
+judged per file and a training row can record where it came from.
+
+A hub dataset is read file by file: the repository's data files named for the split are
+downloaded with huggingface_hub (into its cache, HF_HOME; HF_ENDPOINT and HF_TOKEN are honoured)
+and read like local files. `datasets.load_dataset` cannot load MemAgent's repository by name: it
+holds parquet (train, dev) beside JSON (the RULER `eval_<N>.json` files, which `datasets` files
+under the test split), and `datasets` refuses a repository whose splits differ in format; nor does
+it know the split `dev`. A file belongs to a split when a word of its name is the split's name
+or, for train, dev and test, one of the names `datasets` gives them (`hotpotqa_train_32k.parquet`
+is train, `hotpotqa_dev.parquet` is dev = validation, `eval_50.json` is in neither). A refused
+connection or an unknown repository is one line (huggingface_hub retries a refused connection for
+about 25 s first). With `--hf-config` the dataset's own
+configuration is used instead, through `datasets` (e.g. `hotpot_qa`, `distractor`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.data.qa_rows import iter_raw_rows
+
+DATA_SUFFIXES = (".parquet", ".jsonl", ".json")
+_SPLIT_NAMES = (
+    frozenset({"train", "training"}),
+    frozenset({"dev", "validation", "valid", "val"}),
+    frozenset({"test", "testing"}),
+)
+_WORD = re.compile(r"[a-z]+")
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    source: str  # the file: a path, or hf://datasets/<name>@<commit>/<file>
+    where: str  # "<source>: row 3" / "line 4", the prefix of every error about this row
+    index: int  # the row's position in its file, from 0
+    raw: Any
+
+
+def file_rows(path: Path, source: str | None = None) -> Iterator[SourceRow]:
+    """Rows of a local file: parquet by its suffix, else a JSON array or JSON Lines."""
+    source = source or str(path)
+    if path.suffix == ".parquet":
+        yield from _parquet_rows(path, source)
+        return
+    for index, (location, raw) in enumerate(iter_raw_rows(path)):
+        yield SourceRow(source, f"{source}: {location}", index, raw)
+
+
+def _parquet_rows(path: Path, source: str) -> Iterator[SourceRow]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DataFormatError(f"{source}: reading parquet needs pyarrow: pip install 'mem-agent[data]'") from None
+    try:
+        table = pq.ParquetFile(path)
+    except (OSError, ValueError) as error:
+        raise DataFormatError(f"{source}: cannot read as parquet: {error}") from None
+    index = 0
+    for batch in table.iter_batches(batch_size=256):
+        for raw in batch.to_pylist():
+            yield SourceRow(source, f"{source}: row {index}", index, raw)
+            index += 1
+
+
+def split_files(repo_files: Sequence[str], split: str) -> list[str]:
+    """The data files of `split`, in name order: a word of the file name names the split."""
+    wanted = next((names for names in _SPLIT_NAMES if split.lower() in names), frozenset({split.lower()}))
+    chosen = []
+    for name in repo_files:
+        posix = PurePosixPath(name)
+        if posix.suffix not in DATA_SUFFIXES:
+            continue
+        if wanted & set(_WORD.findall(posix.name.removesuffix(posix.suffix).lower())):
+            chosen.append(name)
+    return sorted(chosen)
+
+
+def hub_rows(name: str, split: str, revision: str | None) -> Iterator[SourceRow]:
+    """Rows of the data files of `split` in the hub dataset `name`, file by file."""
+    try:
+        import huggingface_hub
+        from huggingface_hub.errors import HfHubHTTPError
+    except ImportError:
+        raise DataFormatError("--hf-dataset needs huggingface_hub: pip install 'mem-agent[data]'") from None
+    _quiet_hub()
+    try:
+        files = huggingface_hub.list_repo_files(name, repo_type="dataset", revision=revision)
+        chosen = split_files(files, split)
+        if not chosen:
+            shown = ", ".join(f for f in files if PurePosixPath(f).suffix in DATA_SUFFIXES)[:300] or "none"
+            raise DataFormatError(f"{name} has no data file named for the split '{split}' (its data files: {shown})")
+        local = [Path(huggingface_hub.hf_hub_download(name, f, repo_type="dataset", revision=revision)) for f in chosen]
+    except (OSError, ValueError, HfHubHTTPError, *_http_errors()) as error:
+        if isinstance(error, DataFormatError):
+            raise
+        raise DataFormatError(f"cannot read {name} ({split}) from the Hugging Face hub: {_first_line(error)}") from None
+    for repo_file, path in zip(chosen, local, strict=True):
+        yield from file_rows(path, f"hf://datasets/{name}@{_commit(path, revision)}/{repo_file}")
+
+
+def _commit(path: Path, revision: str | None) -> str:
+    """The commit a downloaded file came from: its cache folder is snapshots/<commit>/<file>."""
+    parts = path.parts
+    if "snapshots" in parts and parts.index("snapshots") + 1 < len(parts):
+        return parts[parts.index("snapshots") + 1]
+    return revision or "main"
+
+
+def datasets_rows(name: str, config: str | None, split: str) -> Iterator[SourceRow]:
+    """Rows of a hub dataset through `datasets` (a dataset with named configurations)."""
+    try:
+        import datasets
+    except ImportError:
+        raise DataFormatError("--hf-config needs the datasets package: pip install 'mem-agent[data]'") from None
+    _quiet_hub()
+    datasets.logging.set_verbosity_error()
+    source = f"{name}/{config}/{split}" if config else f"{name}/{split}"
+    try:
+        stream = datasets.load_dataset(name, config, split=split, streaming=True)
+        for index, raw in enumerate(stream):
+            yield SourceRow(source, f"{source}: row {index}", index, raw)
+    except (OSError, ValueError, ConnectionError, *_http_errors()) as error:
+        raise DataFormatError(f"cannot load {name} ({split}) from the Hugging Face hub: {_first_line(error)}") from None
+
+
+def _http_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP client's own errors (a refused connection is not an OSError there): huggingface_hub
+    1.x speaks httpx, its later releases httpx2."""
+    errors: list[type[BaseException]] = []
+    for module in ("httpx", "httpx2"):
+        try:
+            errors.append(importlib.import_module(module).HTTPError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(errors)
+
+
+def _quiet_hub() -> None:
+    """huggingface_hub logs each retry of a failing request to stderr; a failure is reported once,
+    as our one-line error, instead."""
+    import huggingface_hub.utils
+
+    huggingface_hub.utils.logging.set_verbosity_error()
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,220 @@
+"""Evaluation runs side by side: accuracy per length, one overlaid curve, and paired differences.
+
+Two runs over the same questions differ by chance as well as by design (one sample per question
+at temperature 0.7), so a gap between two means says little alone. For each pair of runs the
+difference is taken question by question over the questions both answered (a failed item in
+either run is left out of the pair, and the count says how many remain), and a 95% percentile
+bootstrap interval over those questions (seeded: the same runs give the same interval) says how
+far chance alone moves it.
+
+Runs are compared only when they read the same data (each eval file's sha256, which the evaluator
+records in summary.json) and scored answers by the same rules (summary.json's `scoring`); other
+runs are refused in one line unless forced. The mode (memagent, rememr1, direct) labels each run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.report import SUMMARY_NAME
+from mem_agent.evaluation.results import COMPLETED, read_results
+
+METRICS = ("sub_em", "em", "f1", "strict")
+
+
+class NotComparableError(ValueError):
+    """Runs over different data or scoring rules; the message names what differs and `--force`."""
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    path: Path
+    name: str  # how tables and the plot label it
+    mode: str
+    facts: dict[str, Any]  # summary.json's latest run
+    lengths: dict[str, dict[str, Any]]  # length label -> summary.json's result for it
+    items: dict[str, dict[str, dict[str, Any]]]  # length label -> item id -> result line (the last one)
+
+
+def load_eval_run(path: Path, name: str | None = None) -> EvalRun:
+    summary_path = Path(path) / SUMMARY_NAME
+    try:
+        document = json.loads(summary_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path} is not an evaluation run: no {SUMMARY_NAME}") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"{summary_path} cannot be read: {error}") from None
+    if not isinstance(document, dict):
+        raise UsageError(f"{summary_path} is not an evaluator's summary (expected an object)")
+    facts = document.get("run") or {}
+    lengths = {str(r["label"]): r for r in document.get("results", []) if isinstance(r, dict) and "label" in r}
+    items = {}
+    for label, result in lengths.items():
+        results_path = Path(path) / f"results_{label}.jsonl"
+        try:
+            for key in ("mean_context_tokens", *METRICS):  # what the tables and the plot read
+                float(result[key])
+            lines = read_results(results_path) if results_path.is_file() else []
+            items[label] = {str(line["id"]): line for line in lines}
+        except (ValueError, KeyError, TypeError) as error:
+            raise UsageError(f"{path}: length {label} cannot be read ({type(error).__name__}: {error})") from None
+    mode = str(facts.get("mode") or (facts.get("config") or {}).get("mode") or "memagent")
+    folder = Path(path).resolve().name
+    default = mode if folder == mode else f"{mode}: {folder}"
+    return EvalRun(Path(path), name or default, mode, facts, lengths, items)
+
+
+def comparison_problems(runs: Sequence[EvalRun]) -> list[str]:
+    """Why these runs cannot be compared: data (per shared length) or scoring rules that differ.
+    A fact a run does not record (an older summary.json) is not compared."""
+    problems = []
+    for first, other in itertools.combinations(runs, 2):
+        for label in sorted(first.lengths.keys() & other.lengths.keys(), key=_length_order):
+            a, b = _sha(first, label), _sha(other, label)
+            if a and b and a != b:
+                problems.append(f"eval_{label} differs (sha256 {a[:12]} in {first.path}, {b[:12]} in {other.path})")
+        rules = first.facts.get("scoring"), other.facts.get("scoring")
+        if None not in rules and rules[0] != rules[1]:
+            problems.append(f"scoring rules differ ({_rules(first)} in {first.path}, {_rules(other)} in {other.path})")
+    return problems
+
+
+def unchecked_data(runs: Sequence[EvalRun]) -> list[str]:
+    """Runs whose summary.json records no data sha256 (made before it did): their data is unchecked."""
+    return [str(run.path) for run in runs if not run.facts.get("data_sha256")]
+
+
+def _sha(run: EvalRun, label: str) -> str | None:
+    value = (run.facts.get("data_sha256") or {}).get(label)
+    return value if isinstance(value, str) else None
+
+
+def _rules(run: EvalRun) -> str:
+    rules = run.facts.get("scoring")
+    return ", ".join(f"{k}={v}" for k, v in sorted(rules.items())) if isinstance(rules, dict) else "unrecorded"
+
+
+def _length_order(label: str) -> tuple[int, str]:
+    return (int(label), "") if label.isdigit() else (1 << 62, label)
+
+
+def all_lengths(runs: Sequence[EvalRun]) -> list[str]:
+    return sorted({label for run in runs for label in run.lengths}, key=_length_order)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    first: str
+    second: str
+    length: str  # a length label, or "all" (every shared question of every shared length)
+    questions: int  # answered by both
+    difference: float  # mean of first - second, x 100
+    low: float  # 95% bootstrap interval, x 100
+    high: float
+
+
+def paired_difference(
+    first: EvalRun, second: EvalRun, metric: str, *, seed: int = 0, resamples: int = 10_000
+) -> list[PairedDifference]:
+    """Per shared length, then over all of them: the mean per-question difference and its interval."""
+    per_length: list[tuple[str, np.ndarray]] = []
+    for label in sorted(first.items.keys() & second.items.keys(), key=_length_order):
+        a, b = first.items[label], second.items[label]
+        both = sorted(i for i in a.keys() & b.keys() if a[i].get("status") == b[i].get("status") == COMPLETED)
+        per_length.append((label, np.array([float(a[i][metric]) - float(b[i][metric]) for i in both]) * 100.0))
+    pooled = np.concatenate([d for _, d in per_length]) if per_length else np.zeros(0)
+    rng = np.random.default_rng(seed)
+    return [
+        PairedDifference(first.name, second.name, label, int(d.size), *_bootstrap(d, rng, resamples))
+        for label, d in [*per_length, ("all", pooled)]
+    ]
+
+
+def _bootstrap(differences: np.ndarray, rng: np.random.Generator, resamples: int) -> tuple[float, float, float]:
+    """Mean and 95% percentile interval; resampled in blocks so 1,000 questions x 10,000 stay small."""
+    if differences.size == 0:
+        return (float("nan"),) * 3
+    means = []
+    for start in range(0, resamples, 1000):
+        picks = rng.integers(0, differences.size, size=(min(1000, resamples - start), differences.size))
+        means.append(differences[picks].mean(axis=1))
+    low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
+    return float(differences.mean()), float(low), float(high)
+
+
+def length_table(runs: Sequence[EvalRun], metric: str) -> str:
+    """One row per length: its mean context tokens, then each run's metric x 100 and failed items."""
+    header = ["docs", "ctx tokens", *(f"{run.name} {metric}" for run in runs)]
+    rows = []
+    for label in all_lengths(runs):
+        tokens = next(float(r.lengths[label]["mean_context_tokens"]) for r in runs if label in r.lengths)
+        cells = [label, f"{tokens:,.0f}"]
+        for run in runs:
+            result = run.lengths.get(label)
+            failed = int(result.get("failed", 0)) + int(result.get("missing", 0)) if result else 0
+            cells.append(f"{float(result[metric]):.1f}" + (f" ({failed} failed)" if failed else "") if result else "-")
+        rows.append(cells)
+    return _aligned([header, *rows])
+
+
+def pairs_table(differences: Sequence[PairedDifference], metric: str) -> str:
+    header = ["pair", "docs", "questions", f"{metric} difference", "95% interval"]
+    rows = [
+        [f"{d.first} - {d.second}", d.length, str(d.questions)]
+        + (["-", "-"] if d.questions == 0 else [f"{d.difference:+.1f}", f"[{d.low:+.1f}, {d.high:+.1f}]"])
+        for d in differences
+    ]
+    return _aligned([header, *rows])
+
+
+def _aligned(rows: list[list[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
+    lines = [" | ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def plot_runs(runs: Sequence[EvalRun], metric: str, path: Path) -> None:
+    """Every run's metric against mean context tokens (log axis) on one plot, as the MemAgent paper
+    sets the memory agent beside the same model reading directly."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    ticks: dict[float, str] = {}
+    for run, marker in zip(runs, "osD^v<>phx*", strict=False):
+        points = sorted(
+            (max(float(r["mean_context_tokens"]), 1.0), float(r[metric]), k) for k, r in run.lengths.items()
+        )
+        axes.plot([x for x, _, _ in points], [y for _, y, _ in points], marker=marker, label=run.name)
+        ticks.update({x: f"{label} docs" for x, _, label in points})
+    axes.set_xscale("log")
+    axes.set_xticks(list(ticks), [f"{_tokens(x)}\n{label}" for x, label in ticks.items()], fontsize=8)
+    axes.minorticks_off()
+    axes.set_ylim(-3, 103)  # a run at 0 or 100 stays visible off the frame
+    axes.set_xlabel("context length (tokens, log scale)")
+    axes.set_ylabel(f"{metric} x 100")
+    axes.set_title("Accuracy vs context length")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    with atomic_output(path, mode="wb") as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)
+
+
+def _tokens(tokens: float) -> str:
+    if tokens >= 1e6:
+        return f"{tokens / 1e6:.1f}M"
+    return f"{tokens / 1e3:.0f}K" if tokens >= 1e3 else f"{tokens:.0f}"

@@ -1,0 +1,139 @@
+"""What a run left on disk, read back for the viewer: a trajectory file, an evaluation folder or a
+training folder, each turned into trajectory records grouped the way the run made them.
+
+An evaluation folder holds `results_<N>.jsonl` (one line per question, always) and, with
+`--save-trajectories`, `trajectories_<N>.jsonl` (the same questions turn by turn). A question with
+a result but no trajectory (a run without the flag) is still shown: its answer, gold and score,
+with no memories. A training folder (SAVE_PATH) holds `trajectories/rollout_*.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.report import SUMMARY_NAME
+from mem_agent.evaluation.results import read_results
+from mem_agent.observability.trajectory_records import RecordFormatError, TrajectoryRecord, read_records
+
+_RESULTS = re.compile(r"results_(.+)\.jsonl")
+
+
+@dataclass
+class RunView:
+    kind: str  # "evaluation" | "training" | "records"
+    path: Path
+    records: list[TrajectoryRecord]
+    groups: dict[str, list[TrajectoryRecord]]  # by length label ("50") or rollout ("rollout 12"), in run order
+    summary: dict[str, Any] | None = None  # an evaluation's summary.json
+    notes: list[str] = field(default_factory=list)  # what the page must say about what it could not show
+
+
+def load_run(path: Path) -> RunView:
+    """The run at `path`; a path that is none of the three is a UsageError naming what was looked for."""
+    path = Path(path)
+    if path.is_file():
+        records = _read(path)
+        return RunView("records", path, records, _grouped(records))
+    if not path.is_dir():
+        raise UsageError(f"{path} does not exist")
+    rollouts = sorted((path / "trajectories").glob("rollout_*.jsonl")) or sorted(path.glob("rollout_*.jsonl"))
+    if rollouts:
+        records = [record for file in rollouts for record in _read(file)]
+        return RunView("training", path, records, _grouped(records))
+    if (path / SUMMARY_NAME).is_file() or any(path.glob("results_*.jsonl")):
+        return _evaluation(path)
+    raise UsageError(
+        f"{path} is not a run: expected a trajectory .jsonl file, an evaluation folder (results_<N>.jsonl)"
+        " or a training folder (trajectories/rollout_*.jsonl)"
+    )
+
+
+def _read(path: Path) -> list[TrajectoryRecord]:
+    try:
+        return list(read_records(path))
+    except RecordFormatError as error:
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"{path} cannot be read: {error.strerror}") from None
+
+
+def _grouped(records: list[TrajectoryRecord]) -> dict[str, list[TrajectoryRecord]]:
+    groups: dict[str, list[TrajectoryRecord]] = {}
+    for record in sorted(records, key=_order):
+        groups.setdefault(_group_name(record), []).append(record)
+    return groups
+
+
+def _order(record: TrajectoryRecord) -> tuple[int, str, str]:
+    return (record.rollout_id or 0, record.eval_set or "", record.item_id)
+
+
+def _group_name(record: TrajectoryRecord) -> str:
+    if record.rollout_id is not None:
+        return f"rollout {record.rollout_id}"
+    return record.eval_set or record.source
+
+
+def _evaluation(path: Path) -> RunView:
+    summary = None
+    if (path / SUMMARY_NAME).is_file():
+        try:
+            summary = json.loads((path / SUMMARY_NAME).read_text(encoding="utf-8"))
+        except ValueError as error:
+            raise UsageError(f"{path / SUMMARY_NAME} is not JSON: {error}") from None
+    groups: dict[str, list[TrajectoryRecord]] = {}
+    notes = []
+    labels = sorted(
+        (m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))), key=_natural_key
+    )
+    for label in labels:
+        results_path = path / f"results_{label}.jsonl"
+        trajectories_path = path / f"trajectories_{label}.jsonl"
+        turns = {r.item_id: r for r in _read(trajectories_path)} if trajectories_path.is_file() else {}
+        if not turns:
+            notes.append(
+                f"{results_path.name}: no {trajectories_path.name} (run with --save-trajectories to see memories)"
+            )
+        try:
+            latest = {
+                str(result["id"]): result for result in read_results(results_path)
+            }  # a redone item: its last line
+            ordered = sorted(latest.items(), key=lambda pair: _natural_key(pair[0]))  # item order, not finishing order
+            groups[label] = [turns.get(i) or _record_of_result(result, label) for i, result in ordered]
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise UsageError(
+                f"{results_path} is not an evaluator's results file ({type(error).__name__}: {error})"
+            ) from None
+    records = [record for group in groups.values() for record in group]
+    return RunView("evaluation", path, records, groups, summary, notes)
+
+
+def _natural_key(label: str) -> tuple[int, str]:
+    """Numbers in numeric order, then other names: "50" < "100" < "custom"."""
+    return (int(label), "") if label.isdigit() else (1 << 62, label)
+
+
+def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
+    """A result line as a record without turns, so one page shows both kinds of evaluation run."""
+    scores = {name: float(result[name]) for name in ("strict", "sub_em", "em", "f1") if name in result}
+    return TrajectoryRecord(
+        source="eval",
+        item_id=str(result["id"]),
+        question=str(result.get("question", "")),
+        ground_truths=[str(answer) for answer in result.get("answers", [])],
+        mode=str(result.get("mode", "")),
+        status=str(result.get("status", "")),
+        answer=str(result.get("answer", "")),
+        scores=scores,
+        has_box=bool(result.get("prediction")),
+        context_tokens=int(result.get("context_tokens", 0)),
+        dropped_tokens=int(result.get("dropped_tokens", 0)),
+        turns=[],
+        eval_set=label,
+        error=result.get("error"),
+    )

@@ -1,0 +1,164 @@
+"""A training run's reward and accuracy per rollout, as a CSV table and a PNG plot.
+
+Read from `SAVE/trajectories/metrics.jsonl`, which the rollout log hook appends once per rollout
+(and once per eval set per evaluation): every trajectory of every rollout is counted there, as
+the hook counts it for the logger. The trajectory records are not used for this: they are a
+sample drawn to hold correct and wrong trajectories alike, so their accuracy says nothing about
+the run's. A rollout logged twice (a run resumed from a checkpoint redoes the rollouts after it)
+keeps its last line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mem_agent.common.atomic_files import atomic_output, write_text_atomic
+from mem_agent.common.usage import UsageError
+from mem_agent.observability.host_logging import METRICS_FILE
+from mem_agent.observability.train_records import TRAJECTORY_DIR
+
+TRAIN_COLUMNS = (
+    "rollout_id",
+    "step",
+    "trajectories",
+    "reward/mean",
+    "reward/std",
+    "accuracy/strict",
+    "accuracy/sub_em",
+    "accuracy/em",
+    "accuracy/f1",
+    "turns/mean",
+    "memory_tokens/mean",
+    "memory/cut_share",
+    "answer/box_share",
+    "answer/cut_share",
+    "zero_contrast/trajectory_share",
+    "status/failed",
+    "status/aborted",
+)
+EVAL_COLUMNS = ("rollout_id", "step", "eval_set", "trajectories", "accuracy/strict", "accuracy/sub_em", "accuracy/em")
+
+
+@dataclass
+class RunMetrics:
+    source: Path
+    rollouts: list[dict[str, Any]]  # one per rollout id, in rollout order
+    evals: list[dict[str, Any]]  # one per (rollout id, eval set)
+
+
+def find_metrics(run_dir: Path) -> Path:
+    """`RUN/trajectories/metrics.jsonl` for a training run folder (--save), or `RUN/metrics.jsonl`."""
+    for candidate in (run_dir / TRAJECTORY_DIR / METRICS_FILE, run_dir / METRICS_FILE):
+        if candidate.is_file():
+            return candidate
+    raise UsageError(
+        f"{run_dir}: no {TRAJECTORY_DIR}/{METRICS_FILE} (the rollout log hook writes it when the trainer"
+        " has --save and --custom-rollout-log-function-path mem_agent.rollout_log.log_rollout)"
+    )
+
+
+def read_run(run_dir: Path) -> RunMetrics:
+    path = find_metrics(Path(run_dir))
+    rollouts: dict[int, dict[str, Any]] = {}
+    evals: dict[tuple[int, str], dict[str, Any]] = {}
+    lines = path.read_bytes().split(b"\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            if number == len(lines):  # the last line, cut by a crash mid-write
+                break
+            raise UsageError(f"{path}:{number}: not a JSON object") from None
+        if entry.get("kind") == "rollout":
+            rollouts[int(entry["rollout_id"])] = entry
+        elif entry.get("kind") == "eval":
+            evals[(int(entry["rollout_id"]), str(entry["eval_set"]))] = entry
+    if not rollouts:
+        raise UsageError(f"{path}: no rollout metrics yet")
+    return RunMetrics(path, [rollouts[k] for k in sorted(rollouts)], [evals[k] for k in sorted(evals)])
+
+
+def table_csv(entries: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for entry in entries:
+        writer.writerow([_cell(entry.get(column)) for column in columns])
+    return buffer.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def write_summary(run: RunMetrics, output_dir: Path, *, plot: bool = True) -> list[Path]:
+    """train_summary.csv (and eval_summary.csv, and train_summary.png); returns what was written."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    written = [output_dir / "train_summary.csv"]
+    write_text_atomic(written[0], table_csv(run.rollouts, TRAIN_COLUMNS))
+    if run.evals:
+        written.append(output_dir / "eval_summary.csv")
+        write_text_atomic(written[-1], table_csv(run.evals, EVAL_COLUMNS))
+    if plot:
+        written.append(output_dir / "train_summary.png")
+        draw(run, written[-1])
+    return written
+
+
+def draw(run: RunMetrics, path: Path) -> None:
+    """Reward (mean, with a +-1 std band) and accuracy per rollout; eval sets as marked lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ids = [entry["rollout_id"] for entry in run.rollouts]
+    figure, (reward_axes, accuracy_axes) = plt.subplots(2, 1, figsize=(7.0, 6.0), dpi=120, sharex=True)
+    mean = [float(entry.get("reward/mean", 0.0)) for entry in run.rollouts]
+    std = [float(entry.get("reward/std", 0.0)) for entry in run.rollouts]
+    reward_axes.plot(ids, mean, color="tab:blue", label="reward mean (per trajectory)")
+    reward_axes.fill_between(
+        ids,
+        [m - s for m, s in zip(mean, std, strict=True)],
+        [m + s for m, s in zip(mean, std, strict=True)],
+        color="tab:blue",
+        alpha=0.15,
+        label="± 1 std",
+    )
+    reward_axes.set_ylabel("reward")
+    reward_axes.legend(loc="best", fontsize="small")
+    reward_axes.grid(alpha=0.3)
+    for name, color in (("strict", "tab:red"), ("sub_em", "tab:green")):
+        values = [100.0 * float(entry.get(f"accuracy/{name}", 0.0)) for entry in run.rollouts]
+        accuracy_axes.plot(ids, values, color=color, label=f"train {name}")
+    for eval_set in sorted({entry["eval_set"] for entry in run.evals}):
+        points = [entry for entry in run.evals if entry["eval_set"] == eval_set]
+        accuracy_axes.plot(
+            [entry["rollout_id"] for entry in points],
+            [100.0 * float(entry.get("accuracy/sub_em", 0.0)) for entry in points],
+            marker="o",
+            linestyle="--",
+            label=f"eval {eval_set} sub_em",
+        )
+    accuracy_axes.set_xlabel("rollout")
+    accuracy_axes.set_ylabel("accuracy (%)")
+    accuracy_axes.legend(loc="best", fontsize="small")
+    accuracy_axes.grid(alpha=0.3)
+    figure.suptitle(f"training summary: {run.source.parent.parent.name or run.source.parent.name}")
+    figure.tight_layout()
+    with atomic_output(path, "wb") as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)

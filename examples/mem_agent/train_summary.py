@@ -1,0 +1,56 @@
+"""Reward and accuracy per rollout of a training run, as CSV and PNG.
+
+    python -m mem_agent.train_summary SAVE_PATH [--output-dir DIR] [--no-plot]
+
+SAVE_PATH is the trainer's --save folder (the launch script's SAVE_PATH): the rollout log hook
+(mem_agent.rollout_log) appends every rollout's metrics to SAVE_PATH/trajectories/metrics.jsonl.
+Writes train_summary.csv (one row per rollout), eval_summary.csv (one row per evaluation and eval
+set, when the run evaluated) and train_summary.png. Safe to run while training goes on.
+Exit status: 0 written, 2 bad usage or no metrics yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from mem_agent.common.console import program_name
+from mem_agent.common.usage import UsageError
+from mem_agent.observability.train_summary import read_run, write_summary
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=program_name("mem_agent.train_summary"),
+        description="Reward and accuracy per rollout of a training run (CSV and PNG).",
+    )
+    parser.add_argument("run_dir", type=Path, help="the trainer's --save folder (or its trajectories/ folder)")
+    parser.add_argument(
+        "--output-dir", type=Path, default=None, help="where to write (default: the folder holding metrics.jsonl)"
+    )
+    parser.add_argument("--no-plot", action="store_true", help="write the CSV tables only (default: off)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        run = read_run(args.run_dir)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    written = write_summary(run, args.output_dir or run.source.parent, plot=not args.no_plot)
+    last = run.rollouts[-1]
+    print(
+        f"{len(run.rollouts)} rollouts (last: {last['rollout_id']}, reward {last.get('reward/mean', 0.0):.3f},"
+        f" strict {100 * last.get('accuracy/strict', 0.0):.1f}%, sub_em {100 * last.get('accuracy/sub_em', 0.0):.1f}%)"
+    )
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,66 @@
+"""Turn a run into one HTML page that shows what the memory agent remembered, chunk by chunk.
+
+    python -m mem_agent.view runs/eval -o eval.html                 # an evaluation folder
+    python -m mem_agent.view $SAVE_PATH -o train.html               # a training run (trajectories/)
+    python -m mem_agent.view runs/eval/trajectories_50.jsonl -o q.html
+
+Per question: each memory with the words it added and dropped since the one before, the final
+answer against the gold and its score; for a training run, curves over rollouts. The page is one
+file that works offline; large runs are capped (--max-items, --max-turns) and the page says so.
+Exit status: 0 written, 2 bad usage or an unreadable run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from mem_agent.common.console import program_name
+from mem_agent.common.usage import UsageError
+from mem_agent.observability.run_folders import load_run
+from mem_agent.observability.viewer import ViewLimits, write_page
+
+
+def build_parser() -> argparse.ArgumentParser:
+    defaults = ViewLimits()
+    parser = argparse.ArgumentParser(prog=program_name("mem_agent.view"), description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", type=Path, help="a trajectory .jsonl file, an evaluation folder or a training folder")
+    parser.add_argument(
+        "-o", "--output", type=Path, default=Path("view.html"), help="page to write (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-items", type=int, default=defaults.max_items, help="questions on the page (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=defaults.max_turns,
+        help="memory turns shown per question, the first and last halves (default: %(default)s)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        for flag in ("max_items", "max_turns"):
+            if getattr(args, flag) <= 0:
+                raise UsageError(f"--{flag.replace('_', '-')} {getattr(args, flag)} must be a positive integer")
+        if args.output.is_dir():
+            raise UsageError(f"--output {args.output} is a folder, not a file")
+        run = load_run(args.path)
+        size = write_page(run, args.output, ViewLimits(args.max_items, args.max_turns))
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {error.filename or args.output}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    print(f"{args.output}: {len(run.records)} questions from {run.kind} run {run.path} ({size / 1e6:.2f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""The names hosts and users type keep working whatever the rooms behind them become.
+
+Two kinds of name: the hook paths the launch script hands the trainer (loaded the way slime and
+vime load them, by splitting at the last dot: slime/utils/misc.py load_function), and the
+top-level modules, which are entry points and nothing else. The `python -m mem_agent.<command>`
+lines the docs show are tested in test_docs.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import PROJECT_ROOT
+
+PACKAGE = PROJECT_ROOT / "examples" / "mem_agent"
+LAUNCH_SCRIPT = PACKAGE / "run-qwen3-4b-train.sh"
+
+
+def hook_paths() -> list[tuple[str, str]]:
+    """(flag, dotted path) for every `--...-path mem_agent.x.y` the launch script passes."""
+    text = LAUNCH_SCRIPT.read_text(encoding="utf-8")
+    return sorted(set(re.findall(r"(--[a-z-]+-path)\s+(mem_agent\.[A-Za-z_.]+)", text)))
+
+
+def load_function(path: str):
+    """What the hosts do with a hook path: import the module before the last dot, take the attribute."""
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_the_launch_script_passes_the_hooks_it_always_has():
+    """These paths are in users' own launch scripts and job configs: they may never move."""
+    paths = dict(hook_paths())
+    assert paths["--custom-generate-function-path"] == "mem_agent.rollout.generate"
+    assert paths["--custom-rm-path"] == "mem_agent.rollout.reward"
+    assert paths["--custom-reward-post-process-path"] == "mem_agent.rollout.reward_post_process"
+    assert paths["--custom-convert-samples-to-train-data-path"] == (
+        "mem_agent.custom_convert.convert_samples_to_train_data"
+    )
+
+
+@pytest.mark.parametrize(("flag", "path"), hook_paths())
+def test_every_hook_path_loads_as_the_host_loads_it(flag: str, path: str):
+    function = load_function(path)
+    assert callable(function), f"{flag} {path} is not callable"
+    if flag == "--custom-generate-function-path":
+        assert inspect.iscoroutinefunction(function)
+        assert list(inspect.signature(function).parameters)[:3] == ["args", "sample", "sampling_params"]
+
+
+def test_the_documented_filter_hook_loads():
+    """The dynamic-sampling filter is optional, so the launch script does not pass it; users do."""
+    assert callable(load_function("mem_agent.dynamic_filter.keep_groups_with_reward_contrast"))
+
+
+def test_top_level_modules_are_entry_points():
+    """Each top-level module is a hook module, a command (it has main) or the client facade."""
+    hooks = {path.rpartition(".")[0] for _, path in hook_paths()} | {"mem_agent.dynamic_filter"}
+    for source in sorted(PACKAGE.glob("*.py")):
+        name = f"mem_agent.{source.stem}"
+        if source.stem in {"__init__", "rollout_client"} or name in hooks:
+            continue
+        module = importlib.import_module(name)
+        assert callable(getattr(module, "main", None)), f"{source.name} is neither a hook module nor a command"
+
+
+def test_the_client_facade_names_the_inference_client():
+    from mem_agent import rollout_client
+    from mem_agent.inference import client
+
+    assert rollout_client.RolloutClient is client.RolloutClient
+    assert set(rollout_client.__all__) <= set(dir(client))
+
+
+def test_a_hook_module_runs_from_a_folder_outside_the_checkout(tmp_path: Path):
+    """Ray workers start in the trainer's folder, not ours: the hooks import from anywhere."""
+    code = "import mem_agent.rollout as r, mem_agent.custom_convert as c; print(r.generate.__name__)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "generate", result.stderr[-500:]

@@ -1,0 +1,107 @@
+"""`--save-trajectories`: the evaluator keeps one per-turn record per item beside its result, in
+the training records' layout, and a resumed run never doubles or orphans one.
+
+Runs the evaluator for real against the instant latency stand-in (as test_eval_reruns does):
+these tests are about what is written, not the model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.latency_server import make_app
+from mem_agent import eval_ruler_hqa
+from mem_agent.evaluation.results import read_results
+from mem_agent.observability.trajectory_records import read_records
+from support.background_app import BackgroundApp
+
+FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
+
+
+class _InstantServer(BackgroundApp):
+    def make_app(self):
+        return make_app(tokens=8, delay_s=0.0)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    app = _InstantServer().start()
+    yield app.url
+    app.stop()
+
+
+@pytest.fixture(scope="module")
+def data_root(make_eval_files) -> Path:
+    return make_eval_files(6, questions=3)
+
+
+def _evaluate(server: str, data_root: Path, out: Path, *extra: str) -> int:
+    argv = ["--data-root", str(data_root), "--lengths", "6", "--output-dir", str(out), "--url", server]
+    return eval_ruler_hqa.main([*argv, *FAST, *extra])
+
+
+def test_each_item_gets_one_record_with_every_memory_and_the_scored_answer(server, data_root, tmp_path):
+    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0
+    results = {r["id"]: r for r in read_results(tmp_path / "results_6.jsonl")}
+    records = list(read_records(tmp_path / "trajectories_6.jsonl"))
+    assert sorted(r.item_id for r in records) == sorted(results) and len(records) == 3
+    for record in records:
+        result = results[record.item_id]
+        assert record.source == "eval" and record.eval_set == "eval_6.json" and record.mode == "memagent"
+        assert record.question == result["question"] and record.ground_truths == result["answers"]
+        assert record.answer == result["answer"] and record.scores["sub_em"] == result["sub_em"]
+        kinds = [turn.kind for turn in record.turns]
+        assert kinds == ["memory"] * (len(kinds) - 1) + ["final"] and len(kinds) == result["num_chunks"] + 1
+        assert [turn.step for turn in record.turns] == list(range(len(kinds)))
+        assert all(turn.prompt_tokens > 0 and turn.response_tokens == 8 for turn in record.turns)
+        assert all(turn.memory_tokens <= 8 and isinstance(turn.text, str) for turn in record.turns)
+        assert all(turn.cut == (turn.finish_reason == "length") for turn in record.turns)
+
+
+def test_without_the_flag_no_record_is_written(server, data_root, tmp_path):
+    assert _evaluate(server, data_root, tmp_path) == 0
+    assert not (tmp_path / "trajectories_6.jsonl").exists()
+
+
+def test_a_resumed_run_keeps_one_record_per_item_and_drops_those_of_redone_items(server, data_root, tmp_path):
+    """A crash after the record but before the result leaves a record of an item that runs again;
+    a crash mid-line leaves half a record: the rerun ends with exactly one record per item."""
+    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0
+    results_path, records_path = tmp_path / "results_6.jsonl", tmp_path / "trajectories_6.jsonl"
+    lines = results_path.read_text().splitlines(keepends=True)
+    redone = json.loads(lines[-1])["id"]
+    results_path.write_text("".join(lines[:-1]))  # its result was never written
+    with records_path.open("a") as handle:
+        handle.write('{"schema": "mem_agent.traj')  # killed mid-line
+    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0
+    records = list(read_records(records_path))
+    assert sorted(r.item_id for r in records) == sorted(r["id"] for r in read_results(results_path))
+    assert len(records) == 3 and sum(r.item_id == redone for r in records) == 1
+    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0, "nothing left to run"
+    assert len(list(read_records(records_path))) == 3
+    assert _evaluate(server, data_root, tmp_path, "--save-trajectories", "--force") == 0
+    assert len(list(read_records(records_path))) == 3, "--force starts the records afresh too"
+
+
+@pytest.mark.server
+def test_against_the_real_model_each_record_holds_the_memories_its_answer_came_from(stack, make_eval_files, tmp_path):
+    """The tiny model's own memories: one per chunk, each within MEM_MAX_MEMORY, cut exactly when the
+    limit ended it, and the final turn's text is the answer the result scored."""
+    data_root = make_eval_files(10, questions=2)
+    argv = ["--data-root", str(data_root), "--lengths", "10", "--output-dir", str(tmp_path), "--no-plot"]
+    argv += ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path)]
+    argv += ["--chunk-tokens", "512", "--max-memory", "24", "--max-final", "16", "--save-trajectories"]
+    assert eval_ruler_hqa.main(argv) == 0
+    results = {r["id"]: r for r in read_results(tmp_path / "results_10.jsonl")}
+    records = list(read_records(tmp_path / "trajectories_10.jsonl"))
+    assert sorted(r.item_id for r in records) == sorted(results)
+    for record in records:
+        memories = [turn for turn in record.turns if turn.kind == "memory"]
+        assert len(memories) == results[record.item_id]["num_chunks"] and record.turns[-1].kind == "final"
+        assert all(turn.memory_tokens <= 24 and turn.response_tokens <= 24 for turn in memories)
+        assert all(turn.cut == (turn.response_tokens == 24 and turn.finish_reason == "length") for turn in memories)
+        assert record.turns[-1].text.strip() == record.answer.strip() == results[record.item_id]["answer"].strip()
+        assert record.turns[-1].memory_tokens == memories[-1].memory_tokens, "the final turn read the last memory"
