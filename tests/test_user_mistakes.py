@@ -175,8 +175,15 @@ def test_a_url_where_nothing_listens_is_one_line_before_anything_is_written(tmp_
     data = tmp_path / "data"
     write_eval_file(data / "eval_50.json", 2)
     env = {"URL": "http://127.0.0.1:1", "DATA_ROOT": str(data), "LENGTH": "50", "OUTPUT_ROOT": str(tmp_path / "r")}
-    result = run_script(RUN_EVAL, env)
-    assert "cannot connect to 127.0.0.1:1" in _one_line_error(result)
+    problems = _script_problems(run_script(RUN_EVAL, env))
+    assert problems == [
+        "URL=http://127.0.0.1:1: nothing answers at 127.0.0.1:1; start the server or router first, or fix URL"
+    ]
+    assert not (tmp_path / "r").exists()
+    # The evaluator run alone checks the same before it writes anything.
+    argv = ["--data-root", str(data), "--lengths", "50", "--output-dir", str(tmp_path / "r"), "--url", env["URL"]]
+    line = _one_line_error(_command("eval_ruler_hqa", *argv))
+    assert line == "error: --url http://127.0.0.1:1: cannot connect to 127.0.0.1:1 (Connection refused)"
     assert not (tmp_path / "r").exists()
 
 

@@ -418,11 +418,12 @@ def _report_only(
     """Every item already has a finished result: the report is rewritten, nothing is started."""
     reports = []
     for file in files:
-        records = read_results(args.output_dir / file.results_name)
-        print(f"{file.path.name}: {len(records)} done (results of earlier runs, reused)")
-        reports.append(
-            EvalFileReport(file.label, file.path, summarize(records, expected[file]) | {"reused": len(records)})
-        )
+        store = ResultStore.open(inside(args.output_dir, file.results_name))  # repaired, as a run would
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
+        print(f"{file.path.name}: {store.report.kept} done (results of earlier runs, reused)")
+        summary = summarize(read_results(store.path), expected[file]) | {"reused": store.report.kept}
+        reports.append(EvalFileReport(file.label, file.path, summary))
     print(
         f"nothing new to run: all {sum(expected.values())} results come from earlier runs, which summary.json describes"
     )

@@ -198,6 +198,15 @@ done
 require_choice PROTOCOL openai vllm sglang
 require_count SERVE_TIMEOUT
 [[ -z "${URL}" || "${URL}" =~ ^https?://[^[:space:]]+$ ]] || problem "URL=${URL} must start with http:// or https://"
+# The server or router is reached (one TCP connection) before anything is written: an address where
+# nothing listens is one line now, not a run whose every item fails after its retries.
+if [[ "${URL}" =~ ^(https?)://([^/:?#[:space:]]+)(:([0-9]+))?([/?#].*)?$ ]]; then
+  url_host=${BASH_REMATCH[2]} url_port=${BASH_REMATCH[4]:-80}
+  [[ -n "${BASH_REMATCH[4]}" || "${BASH_REMATCH[1]}" == http ]] || url_port=443
+  # shellcheck disable=SC2016 # $0 and $1 are the inner shell's: the address is passed, never spliced in
+  timeout 10 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "${url_host}" "${url_port}" 2>/dev/null ||
+    missing "URL=${URL}: nothing answers at ${url_host}:${url_port}; start the server or router first, or fix URL"
+fi
 if [[ "${MODE}" == "demo" ]]; then
   for knob in "${DEMO_KNOBS[@]}"; do
     require_count "${knob}"
