@@ -168,7 +168,7 @@ def test_the_eval_check_streams_a_large_file_at_a_measured_rate(tmp_path, synthe
         print(f"\neval-file check: {path.stat().st_size / 1e6:.1f} MB in {seconds:.2f} s (process start included)")
 
 
-# ---- row 6, 7: a URL is reached before the run; failures say why ----------------------------------
+# ---- row 6: a URL is reached before the run; failures say why ----------------------------------
 
 
 def test_a_url_where_nothing_listens_is_one_line_before_anything_is_written(tmp_path):
@@ -213,7 +213,7 @@ def test_failed_items_are_explained_on_the_console_with_counts_and_where_the_det
     assert f"details: the 'error' field of the failed lines in {tmp_path / 'results_6.jsonl'}" in result.stderr
 
 
-# ---- row 8: MEM_* variables that are not settings ------------------------------------------------------
+# ---- row 7: MEM_* variables that are not settings ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_failed_items_are_explained_on_the_console_with_counts_and_where_the_det
         ("MEM_FOO", "MEM_FOO is not a setting: did you mean "),
         ("MEM_CHUNK_SIZE", "MEM_CHUNK_SIZE is not a setting: it is MemAgent's chunk_size, which is MEM_CHUNK_TOKENS"),
     ],
-    ids=["row8-unknown", "row8-memagent-spelling"],
+    ids=["row7-unknown", "row7-memagent-spelling"],
 )
 def test_a_mem_variable_that_is_not_a_setting_is_refused_by_scripts_and_commands(tmp_path, variable, expected):
     """The scripts ask Python (one rule); the commands refuse it too; MEM_ALLOW_UNKNOWN lets a
@@ -235,7 +235,7 @@ def test_a_mem_variable_that_is_not_a_setting_is_refused_by_scripts_and_commands
     assert allowed.returncode == 0, allowed.stderr
 
 
-# ---- row 9: DATA_ROOT a file with --download -------------------------------------------------------
+# ---- row 8: DATA_ROOT a file with --download -------------------------------------------------------
 
 
 def test_a_data_root_that_is_a_file_is_a_problem_before_any_download(tmp_path):
@@ -246,7 +246,7 @@ def test_a_data_root_that_is_a_file_is_a_problem_before_any_download(tmp_path):
     assert data_root.read_text() == "not a folder" and sorted(tmp_path.iterdir()) == [data_root]
 
 
-# ---- row 10: DRY_RUN=1 previews any GPU layout on any machine ----------------------------------------
+# ---- row 9: DRY_RUN=1 previews any GPU layout on any machine ----------------------------------------
 
 
 def test_a_dry_run_previews_an_eight_gpu_launch_on_a_machine_without_gpus(tmp_path):
@@ -271,7 +271,7 @@ def test_a_dry_run_previews_an_eight_gpu_launch_on_a_machine_without_gpus(tmp_pa
     assert not (tmp_path / "runs").exists()
 
 
-# ---- rows 11, 12, 13, 15: the Python commands ---------------------------------------------------------
+# ---- rows 10 to 15: the Python commands, the train script ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -289,7 +289,7 @@ def test_a_dry_run_previews_an_eight_gpu_launch_on_a_machine_without_gpus(tmp_pa
         ),
         ("prepare_data", ["--input", "x.json", "--output", "o.jsonl", "--num-docs", "-1", "--pool-size", "0"], None),
     ],
-    ids=["row11-eval_ruler_hqa", "row11-run_document", "row11-prepare_data"],
+    ids=["row10-eval_ruler_hqa", "row10-run_document", "row10-prepare_data"],
 )
 def test_the_python_commands_report_every_bad_flag_at_once(tmp_path, module, args, fragments):
     line = _one_line_error(_command(module, *args))
@@ -297,7 +297,7 @@ def test_the_python_commands_report_every_bad_flag_at_once(tmp_path, module, arg
         assert fragment in line, line
 
 
-@pytest.mark.parametrize("module", ["prepare_data", "run_document"], ids=["row12-prepare_data", "run_document-json"])
+@pytest.mark.parametrize("module", ["prepare_data", "run_document"], ids=["row11-prepare_data", "run_document-json"])
 def test_a_command_never_makes_the_folders_of_its_output(tmp_path, module):
     """A mistyped output path is an error naming the folder that is not there, never made."""
     source = tmp_path / "in.json"
