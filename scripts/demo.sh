@@ -14,8 +14,8 @@ already has the packages, else right after the installation, before any server s
 up .venv (scripts/bootstrap.sh), then runs examples/mem_agent/run-eval.sh with no model, which
 builds the tiny Qwen3, a synthetic multi-hop QA set, and evaluates at two lengths. Every variable
 of those two scripts applies (see their --help), e.g. LENGTH="20 100" or DEMO_QUESTIONS=4.
-A second run reuses the data and results of the first (and says so): SAVE_FILE=other starts a
-new run folder.
+A second run reuses the data and results of the first (and says so); with nothing left to run it
+starts no server. SAVE_FILE=other (a name, not a path) starts a new run folder in OUTPUT_ROOT.
 USAGE
   exit 0
 fi

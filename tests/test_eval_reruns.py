@@ -60,7 +60,7 @@ def test_a_rerun_with_nothing_left_keeps_the_facts_of_the_run_that_did_the_work(
     capsys.readouterr()
     assert _evaluate(server, data_root, tmp_path) == 0
     out = capsys.readouterr().out
-    assert "resuming eval_6.json: 3 done (results of earlier runs, reused)" in out
+    assert "eval_6.json: 3 done (results of earlier runs, reused)" in out
     assert "nothing new to run: all 3 results come from earlier runs" in out
     second = _summary(tmp_path)
     assert second["run"] == first["run"] and second["earlier_runs"] == []

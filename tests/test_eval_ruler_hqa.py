@@ -123,7 +123,9 @@ def test_usage_mistakes_are_one_line_errors_with_status_2(tmp_path, capsys, args
     assert message in err and err.count("\n") == 1
 
 
-def test_a_malformed_item_stops_the_run_with_its_position(stack, tmp_path, capsys):
+def test_a_malformed_item_stops_the_run_with_its_position_before_any_item_runs(stack, tmp_path, capsys):
+    """The whole file is checked before the first request: a bad item late in a file never leaves
+    a half-made results folder behind."""
     bad = tmp_path / "eval_7.json"
     bad.write_text(json.dumps([{"input": "q?", "answers": ["a"], "context": "Document 1:\nT\nText."}, {"input": "q?"}]))
     code = eval_ruler_hqa.main(
@@ -141,4 +143,4 @@ def test_a_malformed_item_stops_the_run_with_its_position(stack, tmp_path, capsy
     )
     assert code == 2
     assert f"{bad}: item 1: field 'context' must be a string" in capsys.readouterr().err
-    assert [r["id"] for r in read_results(tmp_path / "out" / "results_7.jsonl")] == ["0"], "item 0 is kept"
+    assert not (tmp_path / "out").exists(), "nothing is written"

@@ -407,8 +407,11 @@ def test_serving_on_gpus_needs_curl_and_setsid(tmp_path, gpu_node):
 @pytest.mark.parametrize("knob", ["HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT"])
 def test_the_serving_waits_are_checked_and_belong_to_gpu_serving(tmp_path, gpu_node, knob):
     assert f"{knob}=0 must be a positive integer" in _problems(_on_gpus(gpu_node | {knob: "0"}, tmp_path))
-    err = _problems(_script(RUN_EVAL, gpu_node | {knob: "5"}, cwd=tmp_path))  # no GPU: the CPU stack
+    real_run = {name: value for name, value in gpu_node.items() if name != "DRY_RUN"}
+    err = _problems(_script(RUN_EVAL, real_run | {knob: "5"}, cwd=tmp_path))  # no GPU: the CPU stack
     assert f"{knob} is set but not used: no GPU found" in err
+    preview = _script(RUN_EVAL, gpu_node | {knob: "5"}, cwd=tmp_path)  # a dry run previews the GPU launch
+    assert preview.returncode == 0 and "previewing the launch on 1 GPU(s)" in preview.stderr, preview.stderr
 
 
 def test_dp_mode_needs_dp(tmp_path, gpu_node):

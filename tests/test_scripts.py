@@ -226,7 +226,7 @@ def test_prepare_eval_data_reports_present_missing_and_invalid_files(tmp_path):
     assert table["50"][1:3] == ["present", "3"] and table["50"][3].endswith("B")
     assert table["100"][1] == "invalid" and table["200"][1:4] == ["missing", "-", "-"]
     assert table["400"][1] == "invalid"
-    assert "missing field(s) input, answers" in result.stderr and "no items" in result.stderr
+    assert "item 0: field 'input' must be a string" in result.stderr and "holds no items" in result.stderr
     assert "--build-from" in result.stderr and "move it aside" in result.stderr
     assert (root / "eval_100.json").exists(), "an invalid file is never deleted"
 

@@ -127,6 +127,16 @@ require_number() { # require_number VAR low [high] [open]: a decimal number >= l
     problem "${name}=${value} must be a number ${range}"
   fi
 }
+require_name() { # require_name VAR "where the folder is set": a file or folder name, never a path
+  local name=$1 value=${!1:-}
+  if [[ -z "${value}" ]]; then
+    problem "${name} is empty: give a name"
+  elif [[ "${value}" == */* ]]; then
+    problem "${name}=${value} is a path: give a name (no '/'); $2"
+  elif [[ "${value}" == .* ]]; then
+    problem "${name}=${value} starts with a dot ('..' or a hidden name): give a plain name; $2"
+  fi
+}
 # unused VAR... "why": each VAR the user set is a problem, because this mode would silently ignore it.
 unused() {
   local why=${!#} name

@@ -15,7 +15,9 @@ requests share one limit (`--concurrency`) served most-turns-left first. Each fi
 is appended to `results_<file>.jsonl` at once; a rerun resumes by item id (`--force` redoes),
 and refuses earlier results made with other settings. At the end: a per-length table,
 `summary.json` (with the facts of every run that produced the results), and
-`accuracy_vs_length.png`. `--check` validates the arguments and the reuse, and starts nothing.
+`accuracy_vs_length.png`. Before any of it, every eval file is read in full (one bad item is an
+exit 2 before the first request) and every server is connected to once. `--check` validates the
+arguments, the data and the reuse, says how many items are left to run, and starts nothing.
 With `--save-trajectories`, each item's turns (every memory it wrote, cut or not, and the answer)
 go to `trajectories_<file>.jsonl` as trajectory records (observability/trajectory_records.py),
 one per item, kept in step with the results across resumes.
@@ -32,8 +34,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -49,10 +53,11 @@ from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
-from mem_agent.common.jsonstream import DataFormatError, count_json_array_items
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.paths import inside
 from mem_agent.common.run_folder import lock_run_folder
-from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.files import EvalFile, EvalItem, file_sha256, iter_items, resolve_files
+from mem_agent.common.usage import UsageError, gather, problems_to_error
+from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, file_sha256, iter_items, resolve_files
 from mem_agent.evaluation.report import (
     EvalFileReport,
     ReuseError,
@@ -61,7 +66,7 @@ from mem_agent.evaluation.report import (
     settings_facts,
     write_reports,
 )
-from mem_agent.evaluation.results import ResultStore, read_results, summarize
+from mem_agent.evaluation.results import ResultStore, completed_ids, read_results, summarize
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
     add_sampling_flags,
@@ -72,6 +77,7 @@ from mem_agent.inference.agent_flags import (
     client_settings,
     config_from_args,
     model_window,
+    reach_servers,
     sampling_from_args,
 )
 from mem_agent.inference.client import ClientSettings
@@ -100,6 +106,8 @@ class Evaluator:
         self.questions_in_flight = questions_in_flight
         self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
         self.failed = 0
+        self.reasons: Counter[str] = Counter()  # why items failed, for the console
+        self.failed_files: dict[Path, None] = {}  # the results files holding them, in order
         self.finished = 0  # items this run evaluated (failed ones included)
         self.context_tokens = 0
         self.started = time.monotonic()
@@ -178,7 +186,10 @@ class Evaluator:
         record["seconds"] = round(time.monotonic() - begun, 3)
         store.append(record)
         self.finished += 1
-        self.failed += record["status"] != "completed"
+        if record["status"] != "completed":
+            self.failed += 1
+            self.reasons[_reason(record)] += 1
+            self.failed_files[store.path] = None
         self.context_tokens += int(record.get("context_tokens", 0))
         elapsed = max(time.monotonic() - self.started, 1e-9)
         progress.set_postfix(
@@ -202,6 +213,12 @@ class Evaluator:
             scores=scores if completed else None,
             eval_set=file.path.name,
         )
+
+
+def _reason(record: dict[str, Any]) -> str:
+    """A failed item's error in one line, short enough to count alike failures together."""
+    text = " ".join(str(record.get("error") or record["status"]).split())
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -254,18 +271,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="only check the arguments, the MEM_* settings and that earlier results in --output-dir"
-        " were made with the same answer-shaping settings, prompt file and tokenizer (all the run compares"
-        " but the data's item counts); contact no server, write nothing (exit 0 or 2)",
+        help="only check the arguments, the MEM_* settings, every eval file that exists (read in full) and that"
+        " earlier results in --output-dir were made with the same answer-shaping settings, prompt file, tokenizer"
+        " and data; print 'left to run: N' (items without a finished result; ? while files are missing);"
+        " contact no server, write nothing (exit 0 or 2) (default: off)",
     )
     return parser
 
 
 def _check_positive(args: argparse.Namespace) -> None:
-    for flag in ("concurrency", "questions_in_flight", "limit", "context_window"):
-        value = getattr(args, flag)
-        if value is not None and value <= 0:
-            raise UsageError(f"--{flag.replace('_', '-')} {value} must be a positive integer")
+    problems_to_error(
+        [
+            f"--{flag.replace('_', '-')} {value} must be a positive integer"
+            for flag in ("concurrency", "questions_in_flight", "limit", "context_window")
+            if (value := getattr(args, flag)) is not None and value <= 0
+        ]
+    )
 
 
 async def _evaluate_all(args, servers, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
@@ -302,39 +323,66 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(args, run_folder)
 
 
+def _checked_data(
+    args: argparse.Namespace, files: Sequence[EvalFile]
+) -> tuple[dict[EvalFile, int], dict[EvalFile, int], int]:
+    """Every file read in full by the one eval-file checker, every bad file named at once: each
+    file's item count, the count the run has (`--limit` applied), and how many of those have no
+    finished result."""
+    item_ids = dict(zip(files, gather(*(functools.partial(check_eval_file, f.path) for f in files)), strict=True))
+    expected = {f: min(len(ids), f.limit or sys.maxsize) for f, ids in item_ids.items()}
+    left = 0
+    for file, ids in item_ids.items():
+        done = set() if args.force else completed_ids(args.output_dir / file.results_name)
+        left += sum(item_id not in done for item_id in ids[: expected[file]])
+    return {f: len(ids) for f, ids in item_ids.items()}, expected, left
+
+
 def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
     try:
-        _check_positive(args)
-        config, mode = _config_and_mode(args)
-        sampling = sampling_from_args(args)
-        if args.check:  # the data, the model and the server may not exist yet
-            if not args.force:
-                facts = facts_known_without_a_server(args.tokenizer, config, sampling) | _mode_facts(args, mode)
-                check_reuse(args.output_dir, facts)
-            return 0
-        servers = _server_settings(args, config)  # the addresses are checked before the tokenizer loads
-        files = resolve_files(args)
+        (config, mode), sampling, _ = gather(
+            lambda: _config_and_mode(args), lambda: sampling_from_args(args), lambda: _check_positive(args)
+        )
+        # The addresses' form first (cheap); they are connected to only once there is work for them.
+        servers = [client_settings(url, args, config, args.concurrency) for url in args.url or []]
+        # With --check the demo's files may not be made yet: those present are read in full.
+        files = resolve_files(args, allow_missing=args.check)
+        present = [f for f in files if f.path.is_file()]
         # One writer per folder: a folder that exists is locked before anything reads it, a new one
         # is made (and locked) once the data is known to be readable. A second run is refused there.
         existed = args.output_dir.is_dir()
-        if existed:
+        if existed and not args.check:
             run_folder.enter_context(_output_lock(args))
-        if mode == DIRECT_MODE:
-            agent: MemoryAgent | DirectReader = build_direct_reader(args.tokenizer, config, args.context_window)
-        else:
-            agent = build_agent(args.tokenizer, config)
-        sizes = {f: count_json_array_items(f.path) for f in files}
-        if not existed:
-            run_folder.enter_context(_output_lock(args))
-        expected = {f: min(size, f.limit or sys.maxsize) for f, size in sizes.items()}
-        facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | _mode_facts(args, mode, agent)
+        sizes, expected, left = _checked_data(args, present)
+        facts = facts_known_without_a_server(args.tokenizer, config, sampling) | _mode_facts(args, mode)
         facts["data"] = {f.label: n for f, n in sizes.items()}
-        facts["data_sha256"] = {f.label: file_sha256(f.path) for f in files}  # what compare checks runs by
-        earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
-        stores = {f: ResultStore.open(args.output_dir / f.results_name, force=args.force) for f in files}
+        facts["data_sha256"] = {f.label: file_sha256(f.path) for f in present}  # what compare checks runs by
+        if args.check or not left:  # the model and the server are not needed
+            earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
+            if args.check:
+                print(f"left to run: {left if files and len(present) == len(files) else '?'}")
+                return 0
+        else:
+            servers = servers or _server_settings(args, config)
+            if mode == DIRECT_MODE:
+                agent: MemoryAgent | DirectReader = build_direct_reader(args.tokenizer, config, args.context_window)
+            else:
+                agent = build_agent(args.tokenizer, config)
+            reach_servers(servers)
+            if not existed:
+                run_folder.enter_context(_output_lock(args))
+            data_facts = {key: facts[key] for key in ("data", "data_sha256")}
+            facts = settings_facts(args.tokenizer, config, sampling, agent.prompt_facts) | _mode_facts(
+                args, mode, agent
+            )
+            facts |= data_facts
+            earlier_runs = [] if args.force else check_reuse(args.output_dir, facts)
+            stores = {f: ResultStore.open(inside(args.output_dir, f.results_name), force=args.force) for f in files}
     except (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if not left:
+        return _report_only(args, files, expected, earlier_runs)
     for file, store in stores.items():
         if repairs := store.report.repairs():
             print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
@@ -357,13 +405,40 @@ def _main(args: argparse.Namespace, run_folder: contextlib.ExitStack) -> int:
         for file, store in stores.items()
     ]
     reused = sum(store.report.kept for store in stores.values())
-    if evaluator.finished:
-        run = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
-        earlier_runs = [*earlier_runs, run | facts | _run_facts(args, evaluator, seconds)]
-    else:
-        print(f"nothing new to run: all {reused} results come from earlier runs, which summary.json describes")
-    write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot)
+    run = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
+    earlier_runs = [*earlier_runs, run | facts | _run_facts(args, evaluator, seconds)]
+    write_reports(reports, args.output_dir, earlier_runs, plot=not args.no_plot, keep_other_labels=not args.force)
+    _explain_failures(evaluator.reasons, list(evaluator.failed_files))
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
+
+
+def _report_only(
+    args: argparse.Namespace, files: Sequence[EvalFile], expected: dict[EvalFile, int], runs: list[dict[str, Any]]
+) -> int:
+    """Every item already has a finished result: the report is rewritten, nothing is started."""
+    reports = []
+    for file in files:
+        store = ResultStore.open(inside(args.output_dir, file.results_name))  # repaired, as a run would
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
+        print(f"{file.path.name}: {store.report.kept} done (results of earlier runs, reused)")
+        summary = summarize(read_results(store.path), expected[file]) | {"reused": store.report.kept}
+        reports.append(EvalFileReport(file.label, file.path, summary))
+    print(
+        f"nothing new to run: all {sum(expected.values())} results come from earlier runs, which summary.json describes"
+    )
+    write_reports(reports, args.output_dir, runs, plot=not args.no_plot, keep_other_labels=True)
+    return 0
+
+
+def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:
+    """Why items failed, on the console: the commonest reasons with their counts, and where the rest is."""
+    if not reasons:
+        return
+    lines = [f"{sum(reasons.values())} item(s) failed (scored as wrong); the commonest reasons:"]
+    lines += [f"  {count} x {reason}" for reason, count in reasons.most_common(3)]
+    lines.append(f"details: the 'error' field of the failed lines in {', '.join(map(str, paths))}")
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _config_and_mode(args: argparse.Namespace) -> tuple[MemAgentConfig, str]:

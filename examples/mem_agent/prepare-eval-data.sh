@@ -98,6 +98,14 @@ require_flag DOWNLOAD
 require_count NUM_QUESTIONS
 require_count SEED 0
 [[ "${DOWNLOAD}" != "1" ]] || require_cmd curl "it downloads the files"
+# DATA_ROOT is a folder, or one that can be made: its nearest existing part is a folder we can write.
+existing=${DATA_ROOT}
+while [[ ! -e "${existing}" && "${existing}" != "$(dirname "${existing}")" ]]; do existing=$(dirname "${existing}"); done
+if [[ -e "${existing}" && ! -d "${existing}" ]]; then
+  problem "DATA_ROOT=${DATA_ROOT}: ${existing} is a file, not a folder"
+elif [[ "${DOWNLOAD}" == "1" || -n "${BUILD_FROM}" ]] && [[ ! -w "${existing}" ]]; then
+  missing "DATA_ROOT=${DATA_ROOT}: cannot write in ${existing}"
+fi
 if [[ -n "${BUILD_FROM}" ]]; then
   resolve_python tqdm || true # the builder
 else
@@ -105,16 +113,13 @@ else
 fi
 report_problems
 
-# Prints the item count of a valid file; fails with a one-line reason otherwise.
+# Prints the item count of a valid file; fails with a one-line reason otherwise. The checker is
+# the evaluator's own (mem_agent.evaluation.files.check_eval_file): a file that passes here runs.
 check() {
   local out
-  if ! out=$("${PYTHON}" -m mem_agent.jsonstream --check "$1" --require-keys context,input,answers 2>&1); then
+  if ! out=$("${PYTHON}" -m mem_agent.jsonstream --check "$1" --eval 2>&1); then
     out=${out##*$'\n'}
     echo "${out#error: }"
-    return 1
-  fi
-  if [[ "${out}" == 0 ]]; then
-    echo "$1: no items"
     return 1
   fi
   echo "${out}"

@@ -233,22 +233,37 @@ def _tokenizer(path: str) -> Any:
     try:
         return load_tokenizer(path)
     except TokenizerNotFoundError as error:
-        raise DataFormatError(str(error)) from None
+        raise DataFormatError(f"--tokenizer {path}: {error}") from None
     except (OSError, ValueError) as error:  # a folder without usable tokenizer files
-        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise DataFormatError(f"--tokenizer {path}: cannot load a tokenizer: {first_line}") from None
+        message = " ".join(str(error).split()) or type(error).__name__  # the whole message, on one line
+        raise DataFormatError(f"--tokenizer {path}: cannot load a tokenizer: {message}") from None
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    """Every problem of the flags at once, each by its flag. The output's folder must exist: a
+    mistyped path is reported, never made."""
+    problems = []
+    if args.num_docs < 0:
+        problems.append(f"--num-docs {args.num_docs} must be >= 0")
+    if args.pool_size <= 0:
+        problems.append(f"--pool-size {args.pool_size} must be positive")
+    if args.max_rows is not None and args.max_rows <= 0:
+        problems.append(f"--max-rows {args.max_rows} must be positive")
+    if args.output.is_dir():
+        problems.append(f"--output {args.output} is a folder, not a file")
+    elif args.output.exists() and not args.force:
+        problems.append(f"refusing to overwrite {args.output} (pass --force)")
+    elif not args.output.parent.is_dir():
+        problems.append(f"--output {args.output}: folder {args.output.parent} does not exist (make it first)")
+    if problems:
+        raise DataFormatError("; ".join(problems))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     summary = Summary()
     try:
-        if args.num_docs < 0 or args.pool_size <= 0 or (args.max_rows is not None and args.max_rows <= 0):
-            raise DataFormatError("--num-docs must be >= 0, --pool-size and --max-rows positive")
-        if args.output.is_dir():
-            raise DataFormatError(f"--output {args.output} is a folder, not a file")
-        if args.output.exists() and not args.force:
-            raise DataFormatError(f"refusing to overwrite {args.output} (pass --force)")
+        _check_arguments(args)
         tokenizer = _tokenizer(args.tokenizer) if args.tokenizer else None
         pool = paragraph_pool(args, args.pool_size, args.seed) if args.num_docs else []
         write_rows(args, pool, tokenizer, summary)

@@ -21,15 +21,21 @@ What to evaluate (the mode)
   CONVERT=1         first convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; uses
                     SAVE_PATH (training save folder), HF_CKPT (original HF model), SINGLE_ITER (e.g. 99),
                     OUT_ROOT (see convert-to-hf.sh --help)
-  URL               evaluate against this running server or router instead of serving a model
+  URL               evaluate against this running server or router instead of serving a model; it
+                    must answer (a connection) before the run starts
 Data and output
   LENGTH            document counts to run (default: "50 100 200 400 800 1600 3200 6400"; demo: "50 200")
   DATA_ROOT         folder with eval_<N>.json (default: data/ruler_hqa; see prepare-eval-data.sh; not the demo)
-  SAVE_FILE         name of this run (default: the model folder's name; demo: demo)
-  OUTPUT_ROOT       runs go to OUTPUT_ROOT/SAVE_FILE (default: runs/eval; demo: runs). Rerunning into
+  SAVE_FILE         name of this run: a name, not a path (no '/', no leading dot; default: the model
+                    folder's name; demo: demo)
+  OUTPUT_ROOT       runs go to OUTPUT_ROOT/SAVE_FILE, and nothing of a run is written outside that
+                    folder (default: runs/eval; demo: runs). Rerunning into
                     the same folder reuses its finished results and says so; the evaluator refuses
                     earlier results made with other settings (EXTRA_EVAL_ARGS=--force redoes them).
-                    One run per folder at a time: a second is refused at once, naming the first's PID
+                    One run per folder at a time: a second is refused at once, naming the first's PID.
+                    Every eval file of every LENGTH is read in full before anything starts; a rerun
+                    with nothing left to run starts no server, and one with other LENGTH values keeps
+                    the earlier lengths in summary.json and the plot
 Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs)
   TP                tensor-parallel size of each model replica (default: 1)
   DP                data-parallel replicas, DP x TP GPUs in all (default: 1)
@@ -43,7 +49,11 @@ Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs)
   SERVE_STOP_TIMEOUT  seconds a stopped server gets after SIGTERM before SIGKILL (default: 30); also
                     after this script is killed (kill -9 included), when its servers and evaluator stop
   Without a GPU the model is served by vLLM's CPU build (mem_agent.local_stack) and the settings
-  above, except SERVE_TIMEOUT, are errors. Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/.
+  above, except SERVE_TIMEOUT, are errors; in a dry run they preview a GPU launch instead (below).
+  Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/.
+  NUM_GPUS          DRY_RUN=1 only: preview the launch on a node with this many GPUs, on any machine
+                    (default: the GPUs nvidia-smi lists; where it lists none and TP, DP, DP_MODE,
+                    PORT or another setting above is set: DP x TP)
 Evaluator (defaults are the evaluator's own; see python -m mem_agent.eval_ruler_hqa --help)
   PROTOCOL          openai | vllm | sglang (default: openai for vllm serve and URL, vllm for the CPU stack)
   CONCURRENCY, QUESTIONS_IN_FLIGHT, LIMIT (positive integers), TEMPERATURE (>= 0), TOP_P (0 to 1)
@@ -90,6 +100,27 @@ else
   MODE=demo
 fi
 SERVER_KNOBS=(TP DP DP_MODE HOST PORT EXTRA_SERVE_ARGS HEALTH_INTERVAL SERVE_STOP_TIMEOUT)
+# A dry run previews a GPU launch on any machine: NUM_GPUS (or, where nvidia-smi lists none and a
+# GPU setting is given, DP x TP) stands for the node's GPUs. A real run uses the GPUs it finds.
+PREVIEW_GPUS=0
+if [[ "${MODE}" == serve && "${DRY_RUN}" == 1 ]]; then
+  if [[ -n "${NUM_GPUS:-}" ]]; then
+    require_count NUM_GPUS
+    [[ ! "${NUM_GPUS}" =~ ^[0-9]+$ ]] || ((10#${NUM_GPUS} < 1)) || PREVIEW_GPUS=$((10#${NUM_GPUS}))
+  elif ((${#GPUS[@]} == 0)); then
+    for knob in "${SERVER_KNOBS[@]}"; do
+      [[ -z "${USER_SET[${knob}]:-}" ]] || PREVIEW_GPUS=1
+    done
+    if ((PREVIEW_GPUS)) && [[ "${DP:-1}" =~ ^[1-9][0-9]*$ && "${TP:-1}" =~ ^[1-9][0-9]*$ ]]; then
+      PREVIEW_GPUS=$((${DP:-1} * ${TP:-1}))
+    fi
+    ((PREVIEW_GPUS == 0)) ||
+      WARNINGS+=("no GPU on this machine: previewing the launch on ${PREVIEW_GPUS} GPU(s), DP x TP (NUM_GPUS=N previews another node)")
+  fi
+  ((PREVIEW_GPUS == 0)) || mapfile -t GPUS < <(seq 0 $((PREVIEW_GPUS - 1)))
+else
+  unused NUM_GPUS "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews; a real run uses the GPUs nvidia-smi lists"
+fi
 DEMO_KNOBS=(DEMO_QUESTIONS DEMO_MAX_MEMORY DEMO_MAX_FINAL)
 case "${MODE}" in
   demo)
@@ -140,6 +171,11 @@ else
   DATA_ROOT=${DATA_ROOT:-data/ruler_hqa}
 fi
 RUN_DIR="${OUTPUT_ROOT}/${SAVE_FILE}"
+# Everything of a run stays in RUN_DIR: SAVE_FILE is a name in OUTPUT_ROOT, never a way out of it.
+require_name SAVE_FILE "OUTPUT_ROOT=${OUTPUT_ROOT} says where runs go"
+[[ -n "${OUTPUT_ROOT}" ]] || problem "OUTPUT_ROOT is empty: runs go to OUTPUT_ROOT/SAVE_FILE"
+[[ ! -L "${RUN_DIR}" ]] ||
+  problem "${RUN_DIR} is a symbolic link: a run writes only inside OUTPUT_ROOT=${OUTPUT_ROOT}; choose another SAVE_FILE"
 read -r -a lengths <<<"${LENGTH}"
 read -r -a extra_eval <<<"${EXTRA_EVAL_ARGS}"
 read -r -a extra_serve <<<"${EXTRA_SERVE_ARGS}"
@@ -162,6 +198,15 @@ done
 require_choice PROTOCOL openai vllm sglang
 require_count SERVE_TIMEOUT
 [[ -z "${URL}" || "${URL}" =~ ^https?://[^[:space:]]+$ ]] || problem "URL=${URL} must start with http:// or https://"
+# The server or router is reached (one TCP connection) before anything is written: an address where
+# nothing listens is one line now, not a run whose every item fails after its retries.
+if [[ "${URL}" =~ ^(https?)://([^/:?#[:space:]]+)(:([0-9]+))?([/?#].*)?$ ]]; then
+  url_host=${BASH_REMATCH[2]} url_port=${BASH_REMATCH[4]:-80}
+  [[ -n "${BASH_REMATCH[4]}" || "${BASH_REMATCH[1]}" == http ]] || url_port=443
+  # shellcheck disable=SC2016 # $0 and $1 are the inner shell's: the address is passed, never spliced in
+  timeout 10 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "${url_host}" "${url_port}" 2>/dev/null ||
+    missing "URL=${URL}: nothing answers at ${url_host}:${url_port}; start the server or router first, or fix URL"
+fi
 if [[ "${MODE}" == "demo" ]]; then
   for knob in "${DEMO_KNOBS[@]}"; do
     require_count "${knob}"
@@ -215,8 +260,13 @@ if [[ -n "${MODEL_PATH}" && "${CONVERT}" != "1" && ! -f "${MODEL_PATH}/config.js
   missing "MODEL_PATH=${MODEL_PATH} is not a Hugging Face model folder (no config.json)"
 fi
 if ((${#GPUS[@]} && ${#PROBLEMS[@]} == 0)); then
-  ((DP * TP <= ${#GPUS[@]})) ||
-    missing "DP=${DP} x TP=${TP} needs $((DP * TP)) GPUs; this node has ${#GPUS[@]} (${GPUS[*]})"
+  if ((DP * TP > ${#GPUS[@]})); then
+    if [[ -n "${NUM_GPUS:-}" ]]; then
+      problem "DP=${DP} x TP=${TP} needs $((DP * TP)) GPUs; NUM_GPUS=${NUM_GPUS}"
+    else
+      missing "DP=${DP} x TP=${TP} needs $((DP * TP)) GPUs; this node has ${#GPUS[@]} (${GPUS[*]})"
+    fi
+  fi
   server_ports=("${PORT}")
   if [[ "${DP_MODE}" == "router" ]] && ((DP > 1)); then
     ((PORT + DP + 1 <= 65535)) || problem "PORT=${PORT}: the router mode needs ports up to PORT+DP+1 = $((PORT + DP + 1))"
@@ -271,10 +321,15 @@ else
   PROTOCOL=${PROTOCOL:-openai}
 fi
 eval_args=(--data-root "${DATA_ROOT}" --protocol "${PROTOCOL}" "${eval_args[@]}")
+# The evaluator's --check reads every eval file that exists in full (the demo makes its own
+# later) and says how many items are left to run: none, and nothing needs serving.
+LEFT_TO_RUN="?"
 if ((PYTHON_READY && ${#PROBLEMS[@]} == 0)); then
   if ! out=$("${PYTHON}" -m mem_agent.eval_ruler_hqa --check "${eval_args[@]}" 2>&1); then
     out=${out##*$'\n'}
-    problem "the evaluator refuses its arguments (EXTRA_EVAL_ARGS and the settings above): ${out##*error: }"
+    problem "the evaluator refuses its arguments (EXTRA_EVAL_ARGS, the settings above or the data): ${out##*error: }"
+  elif [[ "${out##*$'\n'}" =~ ^left\ to\ run:\ ([0-9]+)$ ]]; then
+    LEFT_TO_RUN=${BASH_REMATCH[1]}
   fi
 fi
 report_problems
@@ -362,6 +417,8 @@ gpu_list() { # gpu_list FIRST COUNT: those entries of the node's GPU list, comma
 serve_on_gpus() {
   local serve=("${PYTHON}" -m vllm.entrypoints.openai.api_server --model "${MODEL_PATH}" --host "${HOST}"
     --tensor-parallel-size "${TP}" "${extra_serve[@]}")
+  [[ "${DRY_RUN}" != "1" ]] ||
+    echo "dry run: DP=${DP} x TP=${TP} = $((DP * TP)) of ${#GPUS[@]} GPU(s) (${GPUS[*]}), DP_MODE=${DP_MODE}, serving at http://${HOST}:${PORT}"
   if ((DP == 1)) || [[ "${DP_MODE}" == "vllm" ]]; then
     local dp_flags=()
     ((DP == 1)) || dp_flags=(--data-parallel-size "${DP}")
@@ -406,6 +463,11 @@ if [[ "${CONVERT}" == "1" ]]; then
   run env SINGLE_ITER="${SINGLE_ITER}" bash "${SCRIPT_DIR}/convert-to-hf.sh"
 fi
 evaluate=("${PYTHON}" -m mem_agent.eval_ruler_hqa "${eval_args[@]}")
+if [[ "${LEFT_TO_RUN}" == 0 && "${CONVERT}" != "1" ]]; then
+  echo "nothing left to run in ${RUN_DIR}: every item has a result, so no server is started"
+  run_in_group "${evaluate[@]}"
+  exit 0
+fi
 case "${MODE}" in
   demo)
     echo "demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)"

@@ -228,13 +228,17 @@ fi
 if ((${#PROBLEMS[@]} == 0)); then
   TRAJECTORIES=$((ROLLOUT_BATCH_SIZE * N_SAMPLES))
   if [[ -z "${GLOBAL_BATCH_SIZE}" ]]; then
-    ((TRAJECTORIES % UPDATES_PER_ROLLOUT == 0)) ||
+    # Derived only from a divisor: a GLOBAL_BATCH_SIZE the user never set is never reported.
+    if ((TRAJECTORIES % UPDATES_PER_ROLLOUT == 0)); then
+      GLOBAL_BATCH_SIZE=$((TRAJECTORIES / UPDATES_PER_ROLLOUT))
+    else
       problem "UPDATES_PER_ROLLOUT=${UPDATES_PER_ROLLOUT} does not divide the ${TRAJECTORIES} trajectories of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)"
-    GLOBAL_BATCH_SIZE=$((TRAJECTORIES / UPDATES_PER_ROLLOUT))
-  fi
-  # The hosts drop the trajectories that do not fill a last update: refuse to waste them silently.
-  ((TRAJECTORIES % GLOBAL_BATCH_SIZE == 0)) ||
+      GLOBAL_BATCH_SIZE=${TRAJECTORIES}
+    fi
+  elif ((TRAJECTORIES % GLOBAL_BATCH_SIZE != 0)); then
+    # The hosts drop the trajectories that do not fill a last update: refuse to waste them silently.
     problem "GLOBAL_BATCH_SIZE=${GLOBAL_BATCH_SIZE} does not divide the ${TRAJECTORIES} trajectories of a rollout; the host would drop the rest"
+  fi
   UPDATES_PER_ROLLOUT=$((TRAJECTORIES / GLOBAL_BATCH_SIZE))
   # MemAgent's verl steps its LR scheduler once per rollout; Megatron steps it once per update.
   LR_WARMUP_ITERS=${LR_WARMUP_ITERS:-$((20 * UPDATES_PER_ROLLOUT))}

@@ -24,7 +24,7 @@ from mem_agent.agent.scoring import extract_boxed
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.common.console import program_name
-from mem_agent.common.usage import UsageError
+from mem_agent.common.usage import UsageError, gather
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
     add_sampling_flags,
@@ -32,6 +32,7 @@ from mem_agent.inference.agent_flags import (
     build_agent,
     client_settings,
     config_from_args,
+    reach_servers,
     sampling_from_args,
 )
 from mem_agent.inference.client import RolloutClient
@@ -108,13 +109,23 @@ async def _run(args: argparse.Namespace, agent: MemoryAgent, document: str, samp
         return await agent.run(args.question, document, client, sampling, on_turn=_printer(agent, args.quiet))
 
 
+def _check_json_path(path: Path | None) -> None:
+    """The --json file's folder must exist before the run: a mistyped path is reported, never made."""
+    if path is not None and path.is_dir():
+        raise UsageError(f"--json {path} is a folder; give the path of the file to write")
+    if path is not None and not path.parent.is_dir():
+        raise UsageError(f"--json {path}: folder {path.parent} does not exist (make it first)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        config = config_from_args(args)
-        sampling = sampling_from_args(args)
-        client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
+        config, sampling, _ = gather(
+            lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: _check_json_path(args.json)
+        )
+        server = client_settings(args.url, args, config, concurrency=1)  # the address, before the tokenizer loads
         agent = build_agent(args.tokenizer, config)
+        reach_servers([server])
         document = read_document(args.document)
     except (UsageError, ConfigError, TokenizerNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -10,6 +10,7 @@ buffer, so memory stays near one item plus one block.
 
 from __future__ import annotations
 
+import codecs
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ def iter_json_array(path: Path, block_chars: int = BLOCK_CHARS) -> Iterator[Any]
     path = Path(path)
     decoder = json.JSONDecoder()
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")  # decoded here, so that a bad byte is reported by its byte offset
     except OSError as error:
         raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
     with handle:
@@ -66,18 +67,26 @@ class _Buffer:
         self.text = ""
         self.position = 0
         self.consumed = 0  # characters dropped from the front of `text`
+        self.bytes_read = 0
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
 
     @property
     def offset(self) -> int:
         return self.consumed + self.position
 
     def _read_more(self) -> bool:
+        # Grow geometrically, so an item many blocks long is re-scanned O(log n) times, not O(n).
+        raw = self.handle.read(max(self.block_chars, len(self.text) - self.position))
+        pending = len(self.decoder.getstate()[0])  # bytes of a character cut by the last block's edge
         try:
-            # Grow geometrically, so an item many blocks long is re-scanned O(log n) times, not O(n).
-            block = self.handle.read(max(self.block_chars, len(self.text) - self.position))
+            block = self.decoder.decode(raw, final=not raw)
         except UnicodeDecodeError as error:
-            raise DataFormatError(f"{self.path}: not UTF-8 near char {self.offset} ({error.reason})") from None
+            at = self.bytes_read - pending + error.start
+            raise DataFormatError(f"{self.path}: not UTF-8 at byte {at} ({error.reason})") from None
+        self.bytes_read += len(raw)
         if not block:
+            if raw:
+                return self._read_more()  # the block held only part of a character
             return False
         self.consumed += self.position
         self.text = self.text[self.position :] + block

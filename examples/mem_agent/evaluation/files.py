@@ -66,6 +66,25 @@ def iter_items(file: EvalFile) -> Iterator[EvalItem]:
         yield EvalItem(file, item_id, raw["input"], list(answers), raw["context"])
 
 
+def check_eval_file(path: Path) -> list[str]:
+    """The item ids of a whole eval file, every item checked by the rules the run reads it with.
+
+    The one checker of eval files: the evaluator (also its `--check`, before any server starts)
+    and prepare-eval-data.sh (`python -m mem_agent.jsonstream --check FILE --eval`) both call it.
+    Streamed, one item in memory at a time; a file with no items is an error, since a run over it
+    would report success having evaluated nothing."""
+    path = Path(path)
+    try:
+        if path.stat().st_size == 0:
+            raise DataFormatError(f"{path}: is empty (0 bytes): an eval file is a JSON array of items")
+    except OSError as error:
+        raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
+    ids = [item.item_id for item in iter_items(EvalFile(path, label_of(path)))]
+    if not ids:
+        raise DataFormatError(f"{path}: holds no items (an empty array)")
+    return ids
+
+
 def file_sha256(path: Path) -> str:
     """The file's sha256, read in 1 MiB blocks (a 6400-document file is ~450 MB): summary.json records
     it, so results are only reused, and runs only compared, over the same data."""
@@ -76,17 +95,19 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def resolve_files(args: argparse.Namespace) -> list[EvalFile]:
+def resolve_files(args: argparse.Namespace, *, allow_missing: bool = False) -> list[EvalFile]:
+    """The files the arguments name. With `allow_missing` (the evaluator's --check, run before
+    the demo makes its data) files and a --data-root not made yet, or none named, are no error."""
     paths = list(args.data)
     if args.data_root is not None:
-        if not args.data_root.is_dir():
+        if not args.data_root.is_dir() and not (allow_missing and args.lengths and not args.data_root.exists()):
             raise UsageError(f"--data-root {args.data_root} is not a folder")
         lengths = args.lengths or [n for n in RULER_HQA_LENGTHS if (args.data_root / f"eval_{n}.json").is_file()]
         paths += [args.data_root / f"eval_{n}.json" for n in lengths]
-    if not paths:
+    if not paths and not allow_missing:
         raise UsageError("nothing to evaluate: pass --data FILE ... or --data-root DIR (see prepare-eval-data.sh)")
     missing = [str(path) for path in paths if not path.is_file()]
-    if missing:
+    if missing and not allow_missing:
         raise UsageError(f"eval file(s) not found: {', '.join(missing)}")
     files = [EvalFile(path, label_of(path), args.limit) for path in paths]
     if len({file.label for file in files}) != len(files):

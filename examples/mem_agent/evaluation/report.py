@@ -157,10 +157,19 @@ def check_reuse(output_dir: Path, facts: dict[str, Any], keys: Sequence[str] = A
 
 
 def write_reports(
-    reports: Sequence[EvalFileReport], output_dir: Path, runs: Sequence[dict[str, Any]], *, plot: bool = True
+    reports: Sequence[EvalFileReport],
+    output_dir: Path,
+    runs: Sequence[dict[str, Any]],
+    *,
+    plot: bool = True,
+    keep_other_labels: bool = False,
 ) -> None:
     """The table on stdout, then summary.json and the plot; `runs` are the facts of every run that
-    produced these results, oldest first (the last is the latest)."""
+    produced these results, oldest first (the last is the latest). With `keep_other_labels` the
+    lengths an earlier run evaluated into this folder and this one did not stay in both (their
+    results files are still there, made with the settings `runs` records)."""
+    if keep_other_labels:
+        reports = _with_other_labels(reports, output_dir)
     print(format_table(reports), flush=True)
     document = {
         "results": [{"label": r.label, "file": str(r.path), **r.summary} for r in reports],
@@ -171,6 +180,25 @@ def write_reports(
     if plot:
         plot_accuracy(reports, output_dir / PLOT_NAME)
     print(f"summary: {output_dir / SUMMARY_NAME}" + (f"  plot: {output_dir / PLOT_NAME}" if plot else ""))
+
+
+def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> list[EvalFileReport]:
+    """`reports` and those of summary.json's other lengths whose results file is still there,
+    ordered by document count."""
+    try:
+        earlier = json.loads((Path(output_dir) / SUMMARY_NAME).read_text(encoding="utf-8")).get("results", [])
+    except (OSError, ValueError, AttributeError):
+        earlier = []
+    labels = {report.label for report in reports}
+    merged = list(reports)
+    for entry in earlier if isinstance(earlier, list) else []:
+        if not isinstance(entry, dict) or entry.get("label") in labels:
+            continue
+        label = str(entry.get("label"))
+        if (Path(output_dir) / f"results_{label}.jsonl").is_file():
+            summary = {key: value for key, value in entry.items() if key not in ("label", "file")}
+            merged.append(EvalFileReport(label, Path(str(entry.get("file", ""))), summary))
+    return sorted(merged, key=lambda r: (0, int(r.label), "") if r.label.isdigit() else (1, 0, r.label))
 
 
 def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:

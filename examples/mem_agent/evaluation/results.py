@@ -143,3 +143,21 @@ def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) ->
     tokens = [int(r["context_tokens"]) for r in records if "context_tokens" in r]
     summary["mean_context_tokens"] = sum(tokens) / len(tokens) if tokens else 0.0
     return summary
+
+
+def completed_ids(path: Path) -> set[str]:
+    """The ids with a completed result in a results file, read without repairing anything (none
+    for a file not there yet): what a run would skip."""
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        return set()
+    done = set()
+    for line in raw.splitlines(keepends=True):
+        try:
+            record = json.loads(line)
+            if line.endswith(b"\n") and record.get("status") == COMPLETED:
+                done.add(str(record["id"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return done

@@ -6,14 +6,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
+import urllib.parse
 from pathlib import Path
 
 from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
-from mem_agent.common.usage import UsageError
+from mem_agent.common.usage import UsageError, problems_to_error
 from mem_agent.inference.client import ApiProtocol, ClientSettings
-from mem_agent.settings.config import ConfigError, MemAgentConfig
+from mem_agent.settings.config import SETTINGS, ConfigError, MemAgentConfig, config_problems
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 
@@ -70,11 +72,19 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The agent flags, by the config field each overrides; the smallest value each takes.
+_AGENT_FLAGS = {"chunk_tokens": ("--chunk-tokens", 1), "max_memory_tokens": ("--max-memory", 1)}
+_AGENT_FLAGS |= {"max_final_tokens": ("--max-final", 1), "max_chunks": ("--max-chunks", 0)}
+
+
 def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
     """MEM_* settings from the environment, with the flags that were given taking precedence.
 
     The chunk cap is MemAgent's training setting: its evaluation reads every chunk of a document,
     so these commands do too unless the cap is asked for (MEM_MAX_CHUNKS set, or --max-chunks).
+    Every problem at once, each by the name the user typed: a bad flag as the flag (not the
+    MEM_* setting it overrides), a bad variable as the variable; a setting a flag overrides is
+    not judged.
     """
     max_chunks = args.max_chunks
     if max_chunks is None and not os.environ.get("MEM_MAX_CHUNKS", "").strip():
@@ -86,8 +96,18 @@ def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
         "max_chunks": max_chunks,
         "prompts": args.prompts,
     }
+    overrides = {key: value for key, value in overrides.items() if value is not None}
+    problems = []
+    for field, value in overrides.items():
+        if field in _AGENT_FLAGS and value < _AGENT_FLAGS[field][1]:
+            flag, minimum = _AGENT_FLAGS[field]
+            shape = "a positive integer" if minimum == 1 else "an integer >= 0"
+            problems.append(f"{flag} {value} must be {shape}")
+    overridden = {setting.env for setting in SETTINGS if setting.field in overrides}
+    environ = {name: value for name, value in os.environ.items() if name not in overridden}
+    problems_to_error(problems + config_problems(environ))
     try:
-        return MemAgentConfig.from_env(**{key: value for key, value in overrides.items() if value is not None})
+        return MemAgentConfig.from_env(environ, **overrides)
     except ConfigError as error:
         if args.prompts is None:
             raise
@@ -149,10 +169,12 @@ def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+    problems = []
     if args.temperature < 0:
-        raise UsageError(f"--temperature {args.temperature} must be >= 0")
+        problems.append(f"--temperature {args.temperature} must be >= 0")
     if not 0 < args.top_p <= 1:
-        raise UsageError(f"--top-p {args.top_p} must be in (0, 1]")
+        problems.append(f"--top-p {args.top_p} must be in (0, 1]")
+    problems_to_error(problems)
     return SamplingParams(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
 
 
@@ -170,3 +192,18 @@ def client_settings(url: str, args: argparse.Namespace, config: MemAgentConfig, 
         request_timeout_s=config.request_timeout_s,
         max_retries=config.max_retries,
     )
+
+
+def reach_servers(servers: list[ClientSettings]) -> None:
+    """Connect to every server once before any work starts: an address where nothing listens is
+    one line naming it (exit 2), not a run whose every item fails after its retries."""
+    problems = []
+    for server in servers:
+        address = urllib.parse.urlsplit(server.base_url)
+        port = address.port or (443 if address.scheme == "https" else 80)
+        try:
+            socket.create_connection((address.hostname or "", port), timeout=server.connect_timeout_s).close()
+        except OSError as error:
+            reason = error.strerror or str(error) or type(error).__name__
+            problems.append(f"--url {server.base_url}: cannot connect to {address.hostname}:{port} ({reason})")
+    problems_to_error(problems)

@@ -313,10 +313,13 @@ _SETTING_OF = {setting.field: setting for setting in SETTINGS}
 
 
 # MEM_* variables the package reads that are not agent settings: the local stack's addresses for
-# the CLIs, the tiny model's cache and the tests' data folder. Never reported as misspellings.
+# the CLIs, the tiny model's cache, the tests' data folder, and the escape below. Never reported.
+ALLOW_UNKNOWN_VARIABLE = "MEM_ALLOW_UNKNOWN"
 OTHER_MEM_VARIABLES = frozenset(
-    {"MEM_ROUTER_URL", "MEM_SERVER_URL", "MEM_MODEL_PATH", "MEM_SHARED_DATA", "MEM_CACHE_DIR"}
+    {"MEM_ROUTER_URL", "MEM_SERVER_URL", "MEM_MODEL_PATH", "MEM_SHARED_DATA", "MEM_CACHE_DIR", ALLOW_UNKNOWN_VARIABLE}
 )
+# Other spellings of our settings (MemAgent's own names for the same knob): named, never guessed at.
+OTHER_SPELLINGS = {"MEM_CHUNK_SIZE": ("MEM_CHUNK_TOKENS", "MemAgent's chunk_size")}
 
 
 def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -324,8 +327,9 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
 
     `MemAgentConfig.from_env` stops at the first bad value, which suits a process reading its own
     settings. A launch script checks once for a person, who should see every mistake in one go,
-    including a variable that is one typo away from a setting (MEM_CHUNK_TOKEN would otherwise be
-    silently ignored and the default used).
+    including any other MEM_* variable: it would otherwise be silently ignored and the default
+    used (MEM_CHUNK_TOKEN, MemAgent's MEM_CHUNK_SIZE). A site whose environment already uses the
+    prefix names its own variables in MEM_ALLOW_UNKNOWN (comma-separated).
     """
     environ = os.environ if environ is None else environ
     problems = []
@@ -341,12 +345,27 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
             MemAgentConfig.from_env(environ)
         except ConfigError as error:
             problems.append(str(error))
+    return problems + unknown_variable_problems(environ)
+
+
+def unknown_variable_problems(environ: Mapping[str, str]) -> list[str]:
+    """One message per MEM_* variable that is neither a setting, one of ours, nor allowed by
+    MEM_ALLOW_UNKNOWN; each names the nearest settings."""
     known = [setting.env for setting in SETTINGS]
+    allowed = {name.strip() for name in environ.get(ALLOW_UNKNOWN_VARIABLE, "").split(",") if name.strip()}
+    problems = []
     for name in sorted(environ):
-        if name.startswith("MEM_") and name not in known and name not in OTHER_MEM_VARIABLES:
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.85)
-            if close:
-                problems.append(f"{name} is not a setting: did you mean {close[0]}? (see docs/settings.md)")
+        if not name.startswith("MEM_") or name in known or name in OTHER_MEM_VARIABLES or name in allowed:
+            continue
+        if name in OTHER_SPELLINGS:
+            setting, whose = OTHER_SPELLINGS[name]
+            problems.append(f"{name} is not a setting: it is {whose}, which is {setting} here")
+            continue
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6) or known[:3]
+        problems.append(
+            f"{name} is not a setting: did you mean {' or '.join(close)}? (see docs/settings.md; a variable"
+            f" of your own: {ALLOW_UNKNOWN_VARIABLE}={name})"
+        )
     return problems
 
 

@@ -60,12 +60,20 @@ def bundled_qwen3_dir() -> Path:
     return folder
 
 
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+
+
 def resolve_tokenizer_path(path: str | Path) -> Path:
     if str(path) == BUNDLED_QWEN3:
         return bundled_qwen3_dir()
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise TokenizerNotFoundError(f"tokenizer path {folder} is not a folder (a Hugging Face model folder)")
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        files = ", ".join(_TOKENIZER_FILES)
+        raise TokenizerNotFoundError(
+            f"tokenizer path {folder} holds no tokenizer ({files}): give a Hugging Face model folder"
+        )
     return folder
 
 
@@ -99,7 +107,11 @@ def _load(path: str, backend: TokenizerBackend) -> AnyTokenizer:
 def _load_with_transformers(folder: Path) -> PreTrainedTokenizerBase:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    except (OSError, ValueError) as error:  # transformers' messages span lines: kept whole, on one line
+        message = " ".join(str(error).split()) or type(error).__name__
+        raise TokenizerNotFoundError(f"{folder}: transformers cannot load its tokenizer: {message}") from None
     if getattr(tokenizer, "backend_tokenizer", None) is None:
         raise TokenizerNotFoundError(f"{folder} has no fast tokenizer (tokenizer.json); mem_agent needs one")
     return tokenizer
