@@ -43,7 +43,8 @@ def run(url: str, quick: bool) -> dict:
     sizes = [1, 2, 4] if quick else [1, 2, 4, 8, 12, 16]
     counts = sizes * (1 if quick else 3)
     random.Random(5).shuffle(counts)
-    config = MemAgentConfig(chunk_tokens=CHUNK_TOKENS, max_memory_tokens=16, max_final_tokens=8)
+    # uncapped (max_chunks=0): cost must grow with the whole document, not stop at the training cap
+    config = MemAgentConfig(chunk_tokens=CHUNK_TOKENS, max_memory_tokens=16, max_final_tokens=8, max_chunks=0)
     agent = MemoryAgent(load_tokenizer(BUNDLED_QWEN3), config)
     points = asyncio.run(timed_questions(url, agent, counts))
     medians = [(float(size), statistics.median(s for c, s in points if c == size)) for size in sizes]

@@ -94,7 +94,7 @@ def run(url: str, quick: bool) -> dict:
     # A run takes about 5 s on a 2-core CPU server and drifts by more than the overhead between
     # rounds: seven rounds, each in the other order, so neither side always meets a warmer server.
     questions, chunks, rounds = (4, 3, 1) if quick else (16, 6, 7)
-    config = MemAgentConfig(chunk_tokens=1024, max_memory_tokens=24, max_final_tokens=16)
+    config = MemAgentConfig(chunk_tokens=1024, max_memory_tokens=24, max_final_tokens=16, max_chunks=0)
     tokenizer = load_tokenizer(BUNDLED_QWEN3)
     agent = MemoryAgent(tokenizer, config)
     rng = np.random.default_rng(0)

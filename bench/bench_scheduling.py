@@ -93,7 +93,9 @@ def run(quick: bool, questions: int = 128, seed: int = 0) -> dict:
     rng = random.Random(seed)
     chunks = [rng.randint(1, 16) for _ in range(questions)]
     workload = Workload.draw(model, chunks, seed)
-    config = MemAgentConfig(chunk_tokens=CHUNK_TOKENS, max_memory_tokens=1024, max_final_tokens=64)
+    config = MemAgentConfig(
+        chunk_tokens=CHUNK_TOKENS, max_memory_tokens=1024, max_final_tokens=64, max_chunks=0
+    )  # read whole, as evaluated
     agent = MemoryAgent(load_tokenizer(BUNDLED_QWEN3), config)
     cases = []
     for slots in (32, 64, 128):

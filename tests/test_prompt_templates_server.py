@@ -144,6 +144,7 @@ def test_the_training_hook_sends_the_authors_requests(stack, fetched, items, mon
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("MEM_MAX_MEMORY", "16")
     monkeypatch.setenv("MEM_MAX_FINAL", "16")
+    monkeypatch.setenv("MEM_MAX_CHUNKS", "0")  # the whole document, as the reference clients read it
     item = items[1]
     sample = Sample(index=0, group_index=0, prompt=item["input"], label=item["answers"][0])
     sample.metadata = {"context": item["context"], "ground_truth": item["answers"]}

@@ -47,7 +47,8 @@ def _run(agent, url, problem, context, **client_overrides):
 
 
 def test_contexts_of_1_to_12_chunks_give_one_memory_turn_per_chunk_then_a_final(stack, tokenizer, synthetic_rows):
-    agent = _agent(tokenizer)
+    """Uncapped, as the evaluator reads (the training default caps at 8 chunks: tested apart)."""
+    agent = _agent(tokenizer, max_chunks=0)
     document = encode(tokenizer, document_text(synthetic_rows[:3]))
     assert len(document) >= 12 * CHUNK, "three rows fill 12 chunks"
     contexts = [document[: n * CHUNK - 7] for n in range(1, 13)]
