@@ -165,3 +165,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.section("measured figures")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def instant_server() -> Iterator[str]:
+    """The URL of an InstantServer (support/instant_server.py), one per test module."""
+    from support.instant_server import InstantServer
+
+    app = InstantServer().start()
+    yield app.url
+    app.stop()

@@ -10,32 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bench.latency_server import make_app
 from mem_agent import eval_ruler_hqa
 from mem_agent.evaluation.report import check_reuse, reuse_problems
 from mem_agent.evaluation.results import read_results
 from mem_agent.templates import template_file as prompt_file
 from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
-from support.background_app import BackgroundApp
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm"]
-
-
-class _InstantServer(BackgroundApp):
-    def make_app(self):
-        return make_app(tokens=8, delay_s=0.0)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    app = _InstantServer().start()
-    yield app.url
-    app.stop()
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +37,15 @@ def _summary(out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
-def test_a_rerun_with_nothing_left_keeps_the_facts_of_the_run_that_did_the_work(server, data_root, tmp_path, capsys):
+def test_a_rerun_with_nothing_left_keeps_the_facts_of_the_run_that_did_the_work(
+    instant_server, data_root, tmp_path, capsys
+):
     """The second run sends no request; it must not overwrite `seconds` and `requests` with its zeros."""
-    assert _evaluate(server, data_root, tmp_path) == 0
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     first = _summary(tmp_path)
     assert first["run"]["items_run"] == 3 and first["run"]["requests"] > 0 and first["earlier_runs"] == []
     capsys.readouterr()
-    assert _evaluate(server, data_root, tmp_path) == 0
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     out = capsys.readouterr().out
     assert "eval_6.json: 3 done (results of earlier runs, reused)" in out
     assert "nothing new to run: all 3 results come from earlier runs" in out
@@ -67,19 +54,19 @@ def test_a_rerun_with_nothing_left_keeps_the_facts_of_the_run_that_did_the_work(
     assert second["results"][0]["reused"] == 3 and first["results"][0]["reused"] == 0
 
 
-def test_a_run_that_adds_results_is_recorded_beside_the_earlier_one(server, data_root, tmp_path):
-    assert _evaluate(server, data_root, tmp_path, "--limit", "2") == 0
+def test_a_run_that_adds_results_is_recorded_beside_the_earlier_one(instant_server, data_root, tmp_path):
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "2") == 0
     first = _summary(tmp_path)["run"]
-    assert _evaluate(server, data_root, tmp_path) == 0
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     summary = _summary(tmp_path)
     assert summary["earlier_runs"] == [first]
     assert (summary["run"]["items_run"], summary["run"]["items_reused"]) == (1, 2)
     assert summary["results"][0]["items"] == 3 and len(read_results(tmp_path / "results_6.jsonl")) == 3
 
 
-def test_summary_stores_typed_values(server, data_root, tmp_path):
+def test_summary_stores_typed_values(instant_server, data_root, tmp_path):
     """Numbers as numbers, switches as booleans, choices by the names the settings use."""
-    assert _evaluate(server, data_root, tmp_path, "--limit", "1") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     run = _summary(tmp_path)["run"]
     config = run["config"]
     assert config["chunk_tokens"] == 256 and config["max_memory_tokens"] == 16
@@ -88,22 +75,22 @@ def test_summary_stores_typed_values(server, data_root, tmp_path):
     assert run["data"] == {"6": 3} and isinstance(run["seconds"], float)
 
 
-def test_results_made_with_other_settings_are_refused_before_anything_runs(server, data_root, tmp_path, capsys):
-    assert _evaluate(server, data_root, tmp_path, "--limit", "1") == 0
+def test_results_made_with_other_settings_are_refused_before_anything_runs(instant_server, data_root, tmp_path, capsys):
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     before = (tmp_path / "results_6.jsonl").read_text()
     capsys.readouterr()
-    assert _evaluate(server, data_root, tmp_path, "--max-memory", "32", "--temperature", "1.0") == 2
+    assert _evaluate(instant_server, data_root, tmp_path, "--max-memory", "32", "--temperature", "1.0") == 2
     err = capsys.readouterr().err
     assert "holds results made with other settings" in err and err.count("\n") == 1
     assert "config.max_memory_tokens 16 -> 32" in err and "sampling.temperature 0.7 -> 1.0" in err
     assert "--force" in err and (tmp_path / "results_6.jsonl").read_text() == before
-    assert _evaluate(server, data_root, tmp_path, "--max-memory", "32", "--force") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--max-memory", "32", "--force") == 0
     assert _summary(tmp_path)["run"]["config"]["max_memory_tokens"] == 32
 
 
-def test_the_check_flag_refuses_the_same_mismatch_without_a_server(server, data_root, tmp_path, capsys):
+def test_the_check_flag_refuses_the_same_mismatch_without_a_server(instant_server, data_root, tmp_path, capsys):
     """run-eval.sh calls --check before it starts vLLM, so a mismatch costs no server start."""
-    assert _evaluate(server, data_root, tmp_path, "--limit", "1") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     before = sorted(p.name for p in tmp_path.iterdir())
     check = ["--output-dir", str(tmp_path), "--check", *FAST]
     assert eval_ruler_hqa.main(check) == 0
@@ -131,11 +118,11 @@ def test_results_without_a_summary_are_reused_with_a_note(tmp_path, capsys):
 
 
 def test_raising_timeouts_retries_protocol_or_loader_after_failed_items_reuses_the_results(
-    server, data_root, tmp_path, monkeypatch
+    instant_server, data_root, tmp_path, monkeypatch
 ):
     """They cannot change a finished result: a rerun that raises them (to redo failed items) reuses
     what is done, and summary.json still records every setting of the new run."""
-    assert _evaluate(server, data_root, tmp_path, "--limit", "1") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     changed = {
         "MEM_REQUEST_TIMEOUT": "1200",
         "MEM_CONNECT_TIMEOUT": "30",
@@ -145,7 +132,7 @@ def test_raising_timeouts_retries_protocol_or_loader_after_failed_items_reuses_t
     }
     for name, value in changed.items():
         monkeypatch.setenv(name, value)
-    assert _evaluate(server, data_root, tmp_path) == 0
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     run = _summary(tmp_path)["run"]
     assert (run["items_run"], run["items_reused"]) == (2, 1)
     assert run["config"]["request_timeout_s"] == 1200.0 and run["config"]["max_retries"] == 6
@@ -169,13 +156,16 @@ def _template_file(path: Path, no_memory: str) -> Path:
     return path
 
 
-def test_the_check_flag_compares_the_template_file_and_the_tokenizer_too(server, data_root, tmp_path, capsys):
+def test_the_check_flag_compares_the_template_file_and_the_tokenizer_too(instant_server, data_root, tmp_path, capsys):
     """run-eval.sh's preflight refuses what the real run would: another template file content (its
     sha256) or another tokenizer folder, without a server and before the model exists."""
     template = _template_file(tmp_path / "prompts.toml", "nothing yet")
     out = tmp_path / "out"
     tokenizer = str(bundled_qwen3_dir())
-    assert _evaluate(server, data_root, out, "--limit", "1", "--prompts", str(template), "--tokenizer", tokenizer) == 0
+    assert (
+        _evaluate(instant_server, data_root, out, "--limit", "1", "--prompts", str(template), "--tokenizer", tokenizer)
+        == 0
+    )
     check = ["--output-dir", str(out), "--check", *FAST, "--prompts", str(template)]
     assert eval_ruler_hqa.main([*check, "--tokenizer", tokenizer]) == 0
     assert eval_ruler_hqa.main([*check, "--tokenizer", str(tmp_path / "model-to-come")]) == 2
@@ -189,7 +179,9 @@ def test_the_check_flag_compares_the_template_file_and_the_tokenizer_too(server,
     assert err.count("\n") == 1
 
 
-def test_the_template_file_is_read_once_and_the_summary_records_that_read(server, data_root, tmp_path, monkeypatch):
+def test_the_template_file_is_read_once_and_the_summary_records_that_read(
+    instant_server, data_root, tmp_path, monkeypatch
+):
     """The prompts the run used and the sha256 summary.json records come from one read: a file changed
     on disk after the evaluator read it cannot be recorded in its place."""
     template = _template_file(tmp_path / "prompts.toml", "nothing yet")
@@ -204,20 +196,20 @@ def test_the_template_file_is_read_once_and_the_summary_records_that_read(server
         return parsed
 
     monkeypatch.setattr(prompt_file, "parse_prompt_file", parse_then_edit)
-    assert _evaluate(server, data_root, tmp_path / "out", "--limit", "1", "--prompts", str(template)) == 0
+    assert _evaluate(instant_server, data_root, tmp_path / "out", "--limit", "1", "--prompts", str(template)) == 0
     assert reads == [template] and _summary(tmp_path / "out")["run"]["prompts"]["sha256"] == used
 
 
 def test_a_results_file_with_repeated_items_is_counted_once_and_repaired_on_the_next_start(
-    server, data_root, tmp_path, capsys
+    instant_server, data_root, tmp_path, capsys
 ):
     """A file holding every item three times (runs side by side before the folder lock, or files
     joined by hand): the next start says it repaired it, and the report counts 3 items, not 9."""
-    assert _evaluate(server, data_root, tmp_path) == 0
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     results = tmp_path / "results_6.jsonl"
     results.write_text(results.read_text() * 3)
     capsys.readouterr()
-    assert _evaluate(server, data_root, tmp_path) == 0
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     out = capsys.readouterr().out
     assert f"repaired {results}: dropped 6 repeated line(s) of items already there" in out
     assert len(read_results(results)) == 3 and _summary(tmp_path)["results"][0]["items"] == 3

@@ -7,30 +7,15 @@ these tests are about what is written, not the model."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bench.latency_server import make_app
 from mem_agent import eval_ruler_hqa
 from mem_agent.evaluation.results import read_results
 from mem_agent.observability.trajectory_records import read_records
-from support.background_app import BackgroundApp
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
-
-
-class _InstantServer(BackgroundApp):
-    def make_app(self):
-        return make_app(tokens=8, delay_s=0.0)
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    app = _InstantServer().start()
-    yield app.url
-    app.stop()
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +28,8 @@ def _evaluate(server: str, data_root: Path, out: Path, *extra: str) -> int:
     return eval_ruler_hqa.main([*argv, *FAST, *extra])
 
 
-def test_each_item_gets_one_record_with_every_memory_and_the_scored_answer(server, data_root, tmp_path):
-    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0
+def test_each_item_gets_one_record_with_every_memory_and_the_scored_answer(instant_server, data_root, tmp_path):
+    assert _evaluate(instant_server, data_root, tmp_path, "--save-trajectories") == 0
     results = {r["id"]: r for r in read_results(tmp_path / "results_6.jsonl")}
     records = list(read_records(tmp_path / "trajectories_6.jsonl"))
     assert sorted(r.item_id for r in records) == sorted(results) and len(records) == 3
@@ -61,28 +46,28 @@ def test_each_item_gets_one_record_with_every_memory_and_the_scored_answer(serve
         assert all(turn.cut == (turn.finish_reason == "length") for turn in record.turns)
 
 
-def test_without_the_flag_no_record_is_written(server, data_root, tmp_path):
-    assert _evaluate(server, data_root, tmp_path) == 0
+def test_without_the_flag_no_record_is_written(instant_server, data_root, tmp_path):
+    assert _evaluate(instant_server, data_root, tmp_path) == 0
     assert not (tmp_path / "trajectories_6.jsonl").exists()
 
 
-def test_a_resumed_run_keeps_one_record_per_item_and_drops_those_of_redone_items(server, data_root, tmp_path):
+def test_a_resumed_run_keeps_one_record_per_item_and_drops_those_of_redone_items(instant_server, data_root, tmp_path):
     """A crash after the record but before the result leaves a record of an item that runs again;
     a crash mid-line leaves half a record: the rerun ends with exactly one record per item."""
-    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--save-trajectories") == 0
     results_path, records_path = tmp_path / "results_6.jsonl", tmp_path / "trajectories_6.jsonl"
     lines = results_path.read_text().splitlines(keepends=True)
     redone = json.loads(lines[-1])["id"]
     results_path.write_text("".join(lines[:-1]))  # its result was never written
     with records_path.open("a") as handle:
         handle.write('{"schema": "mem_agent.traj')  # killed mid-line
-    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--save-trajectories") == 0
     records = list(read_records(records_path))
     assert sorted(r.item_id for r in records) == sorted(r["id"] for r in read_results(results_path))
     assert len(records) == 3 and sum(r.item_id == redone for r in records) == 1
-    assert _evaluate(server, data_root, tmp_path, "--save-trajectories") == 0, "nothing left to run"
+    assert _evaluate(instant_server, data_root, tmp_path, "--save-trajectories") == 0, "nothing left to run"
     assert len(list(read_records(records_path))) == 3
-    assert _evaluate(server, data_root, tmp_path, "--save-trajectories", "--force") == 0
+    assert _evaluate(instant_server, data_root, tmp_path, "--save-trajectories", "--force") == 0
     assert len(list(read_records(records_path))) == 3, "--force starts the records afresh too"
 
 

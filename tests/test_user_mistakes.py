@@ -14,13 +14,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
-from bench.latency_server import make_app
 from mem_agent import build_long_context, eval_ruler_hqa, synthetic_qa
 from mem_agent.evaluation import report
 from support.background_app import BackgroundApp
@@ -361,18 +359,6 @@ def test_an_empty_tokenizer_folder_gets_a_whole_message(tmp_path, module):
 
 
 # ---- rows 16, 17: reruns -----------------------------------------------------------------------------
-
-
-class _InstantServer(BackgroundApp):
-    def make_app(self) -> web.Application:
-        return make_app(tokens=8, delay_s=0.0)
-
-
-@pytest.fixture(scope="module")
-def instant_server() -> Iterator[str]:
-    app = _InstantServer().start()
-    yield app.url
-    app.stop()
 
 
 def test_a_demo_rerun_with_nothing_left_starts_no_server(tmp_path, instant_server):

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.common.run_folder import inherited_lock_descriptors
+from mem_agent.common.usage import split_command
 from mem_agent.serving.local_stack import DEFAULT_START_TIMEOUT_S, StackSettings, local_stack, stack_env
 from mem_agent.serving.processes import ProcessStopError, ServerStartError
 
@@ -53,11 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] = []
-    if "--" in argv:
-        split = argv.index("--")
-        argv, command = argv[:split], argv[split + 1 :]
+    argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     if args.action == "exec" and not command:
         print("error: exec needs a command after --", file=sys.stderr)

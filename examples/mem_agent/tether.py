@@ -14,6 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from mem_agent.common.usage import split_command
 from mem_agent.serving.tether import run_tethered
 
 
@@ -33,11 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    command: list[str] = []
-    if "--" in argv:
-        split = argv.index("--")
-        argv, command = argv[:split], argv[split + 1 :]
+    argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     problem = "" if command else "no command: give it after --"
     if args.parent <= 0 or args.grace < 0:

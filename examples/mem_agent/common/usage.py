@@ -1,8 +1,9 @@
-"""The one exception a command raises for a user's mistake in how it was called."""
+"""How a command was called: the one exception for a user's mistake, every problem at once, and a
+wrapper's own arguments apart from the command it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -29,3 +30,12 @@ def problems_to_error(problems: list[str]) -> None:
     """Raise one UsageError naming every problem, if there are any."""
     if problems:
         raise UsageError("; ".join(problems))
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(our arguments, the command after `--`): a wrapper's own flags never swallow the command's."""
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, []
+    split = argv.index("--")
+    return argv[:split], argv[split + 1 :]
