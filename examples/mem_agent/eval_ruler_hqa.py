@@ -44,20 +44,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm import tqdm
 
 from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
-from mem_agent.agent.records import SamplingParams, Trajectory, TrajectoryStatus
-from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
-from mem_agent.agent.step_rewards import recall_stats
+from mem_agent.agent.records import Trajectory, TrajectoryStatus
+from mem_agent.agent.scoring import AnswerScores
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.paths import inside
 from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError, gather, problems_to_error
-from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, file_sha256, iter_items, resolve_files
+from mem_agent.evaluation.evaluator import Evaluator
+from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, file_sha256, resolve_files
 from mem_agent.evaluation.report import (
     EvalFileReport,
     ReuseError,
@@ -82,143 +81,10 @@ from mem_agent.inference.agent_flags import (
 )
 from mem_agent.inference.client import ClientSettings
 from mem_agent.inference.client_pool import ClientPool
-from mem_agent.observability.trajectory_records import RecordFormatError, TrajectoryRecord, record_of
+from mem_agent.observability.trajectory_records import RecordFormatError, record_of
 from mem_agent.observability.trajectory_store import TrajectoryStore, trajectories_name
 from mem_agent.settings.config import AgentMode, ConfigError, MemAgentConfig
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
-
-TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
-
-
-class Evaluator:
-    def __init__(
-        self,
-        agent: MemoryAgent | DirectReader,
-        pool: ClientPool,
-        sampling: SamplingParams,
-        questions_in_flight: int,
-        trajectories: dict[EvalFile, TrajectoryStore] | None = None,
-    ):
-        self.agent = agent
-        self.trajectories = trajectories or {}  # --save-trajectories: each file's per-turn records
-        self.pool = pool
-        self.sampling = sampling
-        self.questions_in_flight = questions_in_flight
-        self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
-        self.failed = 0
-        self.reasons: Counter[str] = Counter()  # why items failed, for the console
-        self.failed_files: dict[Path, None] = {}  # the results files holding them, in order
-        self.finished = 0  # items this run evaluated (failed ones included)
-        self.context_tokens = 0
-        self.started = time.monotonic()
-
-    async def run(self, files: Sequence[EvalFile], stores: dict[EvalFile, ResultStore], progress: tqdm) -> None:
-        """Read, tokenise and run questions with at most `questions_in_flight` at once.
-
-        A document's text is read only when a question slot and a text slot are free, and is let go
-        as soon as it is tokenised: of 128 questions of 3.5 MB in flight only TEXTS_IN_MEMORY texts
-        exist at a time, the others are held as int32 ids.
-        """
-        question_slots = asyncio.Semaphore(self.questions_in_flight)
-        text_slots = asyncio.Semaphore(TEXTS_IN_MEMORY)
-        tasks: set[asyncio.Task[None]] = set()
-        self.started = time.monotonic()
-        try:
-            for file in files:
-                items = iter_items(file)
-                while True:
-                    await question_slots.acquire()
-                    await text_slots.acquire()
-                    item = await asyncio.to_thread(next, items, None)
-                    if item is None or item.item_id in stores[file].done:
-                        question_slots.release()
-                        text_slots.release()
-                        if item is None:
-                            break
-                        progress.update(1)
-                        continue
-                    task = asyncio.create_task(self._evaluate(item, file, stores[file], progress, text_slots))
-                    tasks.add(task)
-                    task.add_done_callback(lambda done: (tasks.discard(done), question_slots.release()))
-        finally:
-            # A bad item stops the reading, not the questions already running: their results are kept.
-            if tasks:
-                await asyncio.gather(*tasks)
-
-    async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> np.ndarray:
-        try:
-            return await self.agent.tokenize_context(item.context)
-        finally:
-            item.context = ""  # the text is not needed again: only its ids stay in flight
-            text_slots.release()
-
-    async def _evaluate(
-        self, item: EvalItem, file: EvalFile, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
-    ) -> None:
-        begun = time.monotonic()
-        record: dict[str, Any] = {"id": item.item_id, "question": item.question, "answers": item.answers}
-        try:
-            context_ids = await self._tokenize(item, text_slots)
-            trajectory = await self.agent.run(
-                item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
-            )
-            scores = score_answer(trajectory.answer, item.answers, rules=self.rules)
-            record.update(
-                status=trajectory.status.value,
-                error=trajectory.error,
-                prediction=scores.extracted,
-                answer=trajectory.answer,
-                sub_em=scores.sub_em,
-                em=scores.em,
-                f1=scores.f1,
-                strict=scores.strict,
-                context_tokens=trajectory.context_tokens,
-                dropped_tokens=trajectory.dropped_tokens,
-                num_chunks=trajectory.num_chunks,
-                generated_tokens=trajectory.generated_tokens,
-            )
-            if self.agent.config.mode is AgentMode.REMEMR1:
-                record.update(recall_stats(trajectory.turns, item.answers))
-            if file in self.trajectories:  # before the result line: see trajectory_store
-                self.trajectories[file].append(self._record(item, file, trajectory, scores))
-        except Exception as error:  # a bug must not lose the rest of the run: record it, count it
-            record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
-        record["seconds"] = round(time.monotonic() - begun, 3)
-        store.append(record)
-        self.finished += 1
-        if record["status"] != "completed":
-            self.failed += 1
-            self.reasons[_reason(record)] += 1
-            self.failed_files[store.path] = None
-        self.context_tokens += int(record.get("context_tokens", 0))
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        progress.set_postfix(
-            failed=self.failed,
-            ctx_tok_s=f"{self.context_tokens / elapsed:,.0f}",
-            gen_tok_s=f"{self.pool.generated_tokens / elapsed:,.0f}",
-            refresh=False,
-        )
-        progress.update(1)
-
-    def _record(self, item: EvalItem, file: EvalFile, trajectory: Trajectory, scores: AnswerScores) -> TrajectoryRecord:
-        completed = trajectory.status is TrajectoryStatus.COMPLETED
-        return record_of(
-            trajectory,
-            lambda ids: self.agent.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True),
-            source="eval",
-            item_id=item.item_id,
-            question=item.question,
-            ground_truths=item.answers,
-            mode=DIRECT_MODE if isinstance(self.agent, DirectReader) else self.agent.config.mode.value,
-            scores=scores if completed else None,
-            eval_set=file.path.name,
-        )
-
-
-def _reason(record: dict[str, Any]) -> str:
-    """A failed item's error in one line, short enough to count alike failures together."""
-    text = " ".join(str(record.get("error") or record["status"]).split())
-    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -292,8 +158,9 @@ def _check_positive(args: argparse.Namespace) -> None:
 async def _evaluate_all(args, servers, agent, sampling, files, stores, total) -> tuple[Evaluator, float]:
     started = time.monotonic()
     trajectories = _trajectory_stores(args, stores)
+    on_trajectory = functools.partial(_keep_record, agent, trajectories) if trajectories else None
     async with ClientPool.for_servers(servers, args.concurrency) as pool:
-        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight, trajectories)
+        evaluator = Evaluator(agent, pool, sampling, args.questions_in_flight, on_trajectory)
         with tqdm(total=total, unit="q", desc="questions", dynamic_ncols=True) as progress:
             await evaluator.run(files, stores, progress)
     return evaluator, time.monotonic() - started
@@ -309,6 +176,30 @@ def _trajectory_stores(
         file: TrajectoryStore.open(args.output_dir / trajectories_name(file.results_name), store.done, force=args.force)
         for file, store in stores.items()
     }
+
+
+def _keep_record(
+    agent: MemoryAgent | DirectReader,
+    stores: dict[EvalFile, TrajectoryStore],
+    file: EvalFile,
+    item: EvalItem,
+    trajectory: Trajectory,
+    scores: AnswerScores,
+) -> None:
+    """--save-trajectories: the item's trajectory record, in the store of its file."""
+    completed = trajectory.status is TrajectoryStatus.COMPLETED
+    record = record_of(
+        trajectory,
+        lambda ids: agent.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True),
+        source="eval",
+        item_id=item.item_id,
+        question=item.question,
+        ground_truths=item.answers,
+        mode=DIRECT_MODE if isinstance(agent, DirectReader) else agent.config.mode.value,
+        scores=scores if completed else None,
+        eval_set=file.path.name,
+    )
+    stores[file].append(record)
 
 
 def _server_settings(args: argparse.Namespace, config: MemAgentConfig) -> list[ClientSettings]:

@@ -1,0 +1,150 @@
+"""The evaluator's engine: questions read, tokenised and run with bounded concurrency, each finished
+one appended to its results file at once, failures kept as records with their reasons.
+
+The command (mem_agent/eval_ruler_hqa.py) builds the agent, the client pool and the stores, and
+hands in what else should see each trajectory (`on_trajectory`: the trajectory records of
+--save-trajectories), so the engine knows nothing of the views built on top of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from mem_agent.agent.direct_reading import DirectReader
+from mem_agent.agent.records import SamplingParams, Trajectory
+from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
+from mem_agent.agent.step_rewards import recall_stats
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items
+from mem_agent.evaluation.results import ResultStore
+from mem_agent.inference.client_pool import ClientPool
+from mem_agent.settings.config import AgentMode
+
+TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
+
+OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores], None]
+
+
+class Evaluator:
+    def __init__(
+        self,
+        agent: MemoryAgent | DirectReader,
+        pool: ClientPool,
+        sampling: SamplingParams,
+        questions_in_flight: int,
+        on_trajectory: OnTrajectory | None = None,
+    ):
+        self.agent = agent
+        self.on_trajectory = on_trajectory  # e.g. --save-trajectories: each item's per-turn record
+        self.pool = pool
+        self.sampling = sampling
+        self.questions_in_flight = questions_in_flight
+        self.rules = ReportingRules.of(agent.config)  # MEM_FOLD_UNICODE, MEM_SUB_EM_GUARD
+        self.failed = 0
+        self.reasons: Counter[str] = Counter()  # why items failed, for the console
+        self.failed_files: dict[Path, None] = {}  # the results files holding them, in order
+        self.finished = 0  # items this run evaluated (failed ones included)
+        self.context_tokens = 0
+        self.started = time.monotonic()
+
+    async def run(self, files: Sequence[EvalFile], stores: dict[EvalFile, ResultStore], progress: tqdm) -> None:
+        """Read, tokenise and run questions with at most `questions_in_flight` at once.
+
+        A document's text is read only when a question slot and a text slot are free, and is let go
+        as soon as it is tokenised: of 128 questions of 3.5 MB in flight only TEXTS_IN_MEMORY texts
+        exist at a time, the others are held as int32 ids.
+        """
+        question_slots = asyncio.Semaphore(self.questions_in_flight)
+        text_slots = asyncio.Semaphore(TEXTS_IN_MEMORY)
+        tasks: set[asyncio.Task[None]] = set()
+        self.started = time.monotonic()
+        try:
+            for file in files:
+                items = iter_items(file)
+                while True:
+                    await question_slots.acquire()
+                    await text_slots.acquire()
+                    item = await asyncio.to_thread(next, items, None)
+                    if item is None or item.item_id in stores[file].done:
+                        question_slots.release()
+                        text_slots.release()
+                        if item is None:
+                            break
+                        progress.update(1)
+                        continue
+                    task = asyncio.create_task(self._evaluate(item, file, stores[file], progress, text_slots))
+                    tasks.add(task)
+                    task.add_done_callback(lambda done: (tasks.discard(done), question_slots.release()))
+        finally:
+            # A bad item stops the reading, not the questions already running: their results are kept.
+            if tasks:
+                await asyncio.gather(*tasks)
+
+    async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> np.ndarray:
+        try:
+            return await self.agent.tokenize_context(item.context)
+        finally:
+            item.context = ""  # the text is not needed again: only its ids stay in flight
+            text_slots.release()
+
+    async def _evaluate(
+        self, item: EvalItem, file: EvalFile, store: ResultStore, progress: tqdm, text_slots: asyncio.Semaphore
+    ) -> None:
+        begun = time.monotonic()
+        record: dict[str, Any] = {"id": item.item_id, "question": item.question, "answers": item.answers}
+        try:
+            context_ids = await self._tokenize(item, text_slots)
+            trajectory = await self.agent.run(
+                item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
+            )
+            scores = score_answer(trajectory.answer, item.answers, rules=self.rules)
+            record.update(
+                status=trajectory.status.value,
+                error=trajectory.error,
+                prediction=scores.extracted,
+                answer=trajectory.answer,
+                sub_em=scores.sub_em,
+                em=scores.em,
+                f1=scores.f1,
+                strict=scores.strict,
+                context_tokens=trajectory.context_tokens,
+                dropped_tokens=trajectory.dropped_tokens,
+                num_chunks=trajectory.num_chunks,
+                generated_tokens=trajectory.generated_tokens,
+            )
+            if self.agent.config.mode is AgentMode.REMEMR1:
+                record.update(recall_stats(trajectory.turns, item.answers))
+            if self.on_trajectory is not None:  # before the result line, so a record never outlives its result
+                self.on_trajectory(file, item, trajectory, scores)
+        except Exception as error:  # a bug must not lose the rest of the run: record it, count it
+            record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
+        record["seconds"] = round(time.monotonic() - begun, 3)
+        store.append(record)
+        self.finished += 1
+        if record["status"] != "completed":
+            self.failed += 1
+            self.reasons[_reason(record)] += 1
+            self.failed_files[store.path] = None
+        self.context_tokens += int(record.get("context_tokens", 0))
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        progress.set_postfix(
+            failed=self.failed,
+            ctx_tok_s=f"{self.context_tokens / elapsed:,.0f}",
+            gen_tok_s=f"{self.pool.generated_tokens / elapsed:,.0f}",
+            refresh=False,
+        )
+        progress.update(1)
+
+
+def _reason(record: dict[str, Any]) -> str:
+    """A failed item's error in one line, short enough to count alike failures together."""
+    text = " ".join(str(record.get("error") or record["status"]).split())
+    return text if len(text) <= 160 else text[:157] + "..."
