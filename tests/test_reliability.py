@@ -39,7 +39,7 @@ from support.host.rollout_loop import RolloutState, generate_and_rm_group, sampl
 from support.host.sample import Sample
 from support.host.train_data import check_train_data, flatten_rollout
 from support.proc_state import still_running
-from support.scripts import SCRIPTS, run_script, script_env
+from support.scripts import SCRIPTS, run_script, script_env, start_until_first_result
 
 QUESTIONS = 50
 DOCS = 40
@@ -258,19 +258,7 @@ def test_run_eval_on_the_cpu_stack_killed_with_sigkill_leaves_no_server_and_a_re
         "EXTRA_EVAL_ARGS": "--no-plot --chunk-tokens 256 --max-memory 16 --max-final 8",
     }
     results = tmp_path / "runs" / tiny_model_path.name / "results_8.jsonl"
-    with (tmp_path / "first.log").open("w") as log:
-        script = subprocess.Popen(
-            ["bash", str(SCRIPTS / "run-eval.sh")],
-            env=script_env(env, home=tmp_path),
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 600
-    while not (results.exists() and results.read_bytes().count(b"\n") >= 1):
-        assert script.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()[-3000:]
-        time.sleep(0.1)
+    script = start_until_first_result(script_env(env, home=tmp_path), tmp_path, results, timeout_s=600)
     running = _descendants(script.pid)
     assert any("vllm.entrypoints.openai.api_server" in line for line in running.values()), running
     assert any("vllm-router" in line for line in running.values()) and results.read_bytes().count(b"\n") < 4

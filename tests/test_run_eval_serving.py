@@ -25,7 +25,15 @@ from mem_agent.evaluation.results import read_results
 from mem_agent.serving.processes import free_port
 from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 from support.proc_state import still_running
-from support.scripts import PROJECT_ROOT, SCRIPTS, run_script, script_env, write_eval_file, write_executable
+from support.scripts import (
+    PROJECT_ROOT,
+    SCRIPTS,
+    run_script,
+    script_env,
+    start_until_first_result,
+    write_eval_file,
+    write_executable,
+)
 
 _SERVER = """
 import http.server, pathlib, signal, subprocess, sys
@@ -180,19 +188,7 @@ def test_a_run_killed_mid_evaluation_leaves_no_evaluator_or_server_and_a_rerun_c
     way nothing of the run is left, the folder's lock goes with its holders, and a rerun resumes."""
     env, state = answering_node
     results = tmp_path / "runs" / "model" / "results_50.jsonl"
-    with (tmp_path / "first.log").open("w") as log:
-        script = subprocess.Popen(
-            ["bash", str(SCRIPTS / "run-eval.sh")],
-            env=script_env(env, home=tmp_path, gpus=1),
-            cwd=tmp_path,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 120
-    while not (results.exists() and results.read_bytes().count(b"\n") >= 1):
-        assert script.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
-        time.sleep(0.05)
+    script = start_until_first_result(script_env(env, home=tmp_path, gpus=1), tmp_path, results, timeout_s=120)
     running = _processes_of(tmp_path, state)
     assert any("mem_agent.eval_ruler_hqa" in line and "mem_agent.tether" not in line for line in running.values())
     assert results.read_bytes().count(b"\n") < ITEMS, "the kill lands mid-run"

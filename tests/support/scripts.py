@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,6 +116,26 @@ def run_command(
         text=True,
         timeout=timeout,
     )
+
+
+def start_until_first_result(env: Mapping[str, str], cwd: Path, results: Path, timeout_s: float) -> subprocess.Popen:
+    """run-eval.sh started in its own session (so a test can signal it as a user would), output to
+    cwd/first.log, returned once `results` holds its first line: the run is then mid-evaluation."""
+    log_path = cwd / "first.log"
+    with log_path.open("w") as log:
+        script = subprocess.Popen(
+            ["bash", str(SCRIPTS / "run-eval.sh")],
+            env=env,
+            cwd=cwd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout_s
+    while not (results.exists() and results.read_bytes().count(b"\n") >= 1):
+        assert script.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
+        time.sleep(0.05)
+    return script
 
 
 def run_script(

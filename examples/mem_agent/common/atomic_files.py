@@ -11,7 +11,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 
 def _current_umask() -> int:
@@ -54,3 +54,13 @@ def atomic_output(path: Path, mode: str = "w", encoding: str | None = "utf-8") -
 def write_text_atomic(path: Path, text: str) -> None:
     with atomic_output(path) as handle:
         handle.write(text)
+
+
+def write_figure_png(figure: Any, path: Path) -> None:
+    """Save a matplotlib figure as a PNG that replaces `path` whole, then free the figure (pyplot
+    keeps every open figure alive until it is closed)."""
+    import matplotlib.pyplot as plt  # only plotting callers pay for the import
+
+    with atomic_output(path, mode="wb") as handle:
+        figure.savefig(handle, format="png")
+    plt.close(figure)

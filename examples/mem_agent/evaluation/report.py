@@ -23,7 +23,7 @@ from typing import Any
 from mem_agent.agent.prompt_sets import prompt_facts
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
-from mem_agent.common.atomic_files import atomic_output, write_text_atomic
+from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
@@ -215,7 +215,7 @@ def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
     for x, (_, y, label) in zip(xs, points, strict=True):
         axes.annotate(f"{label} docs", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     axes.set_xscale("log")
-    axes.set_xticks(xs, [_tokens_label(x) for x in xs])
+    axes.set_xticks(xs, [tokens_label(x) for x in xs])
     axes.minorticks_off()
     axes.set_ylim(0, 100)
     axes.set_xlabel("context length (tokens, log scale)")
@@ -223,12 +223,11 @@ def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
     axes.set_title("Accuracy vs context length (RULER-HQA protocol)")
     axes.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
-    with atomic_output(path, mode="wb") as handle:
-        figure.savefig(handle, format="png")
-    plt.close(figure)
+    write_figure_png(figure, path)
 
 
-def _tokens_label(tokens: float) -> str:
+def tokens_label(tokens: float) -> str:
+    """A token count as an axis label: 910, 9K, 1.2M."""
     if tokens >= 1e6:
         return f"{tokens / 1e6:.1f}M"
     return f"{tokens / 1e3:.0f}K" if tokens >= 1e3 else f"{tokens:.0f}"

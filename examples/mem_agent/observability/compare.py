@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.report import SUMMARY_NAME
+from mem_agent.evaluation.report import SUMMARY_NAME, tokens_label
 from mem_agent.evaluation.results import COMPLETED, read_results
 
 METRICS = ("sub_em", "em", "f1", "strict")
@@ -200,7 +200,7 @@ def plot_runs(runs: Sequence[EvalRun], metric: str, path: Path) -> None:
         axes.plot([x for x, _, _ in points], [y for _, y, _ in points], marker=marker, label=run.name)
         ticks.update({x: f"{label} docs" for x, _, label in points})
     axes.set_xscale("log")
-    axes.set_xticks(list(ticks), [f"{_tokens(x)}\n{label}" for x, label in ticks.items()], fontsize=8)
+    axes.set_xticks(list(ticks), [f"{tokens_label(x)}\n{label}" for x, label in ticks.items()], fontsize=8)
     axes.minorticks_off()
     axes.set_ylim(-3, 103)  # a run at 0 or 100 stays visible off the frame
     axes.set_xlabel("context length (tokens, log scale)")
@@ -209,12 +209,4 @@ def plot_runs(runs: Sequence[EvalRun], metric: str, path: Path) -> None:
     axes.grid(True, alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()
-    with atomic_output(path, mode="wb") as handle:
-        figure.savefig(handle, format="png")
-    plt.close(figure)
-
-
-def _tokens(tokens: float) -> str:
-    if tokens >= 1e6:
-        return f"{tokens / 1e6:.1f}M"
-    return f"{tokens / 1e3:.0f}K" if tokens >= 1e3 else f"{tokens:.0f}"
+    write_figure_png(figure, path)

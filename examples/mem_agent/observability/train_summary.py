@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from mem_agent.common.atomic_files import atomic_output, write_text_atomic
+from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.host_logging import METRICS_FILE
 from mem_agent.observability.train_records import TRAJECTORY_DIR
@@ -159,6 +159,4 @@ def draw(run: RunMetrics, path: Path) -> None:
     accuracy_axes.grid(alpha=0.3)
     figure.suptitle(f"training summary: {run.source.parent.parent.name or run.source.parent.name}")
     figure.tight_layout()
-    with atomic_output(path, "wb") as handle:
-        figure.savefig(handle, format="png")
-    plt.close(figure)
+    write_figure_png(figure, path)
