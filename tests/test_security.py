@@ -72,6 +72,6 @@ def test_scripts_default_to_loopback_for_every_listener():
 
 
 def test_the_settings_object_never_holds_a_secret():
-    from mem_agent.settings.config import SETTINGS
+    from mem_agent.settings.config import ENV_NAMES
 
-    assert not [s.env for s in SETTINGS if set(s.env.split("_")) & {"KEY", "TOKEN", "SECRET", "PASSWORD"}]
+    assert not [env for env in ENV_NAMES.values() if set(env.split("_")) & {"KEY", "TOKEN", "SECRET", "PASSWORD"}]

@@ -341,8 +341,8 @@ mem_env_json() {
     "${builder}" -c '
 import json, os, sys
 sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
-from mem_agent.settings.config import SETTINGS
+from mem_agent.settings.config import ENV_NAMES
 env = {"PYTHONPATH": os.environ["_MEM_PYTHONPATH"], "CUDA_DEVICE_MAX_CONNECTIONS": "1", "PYTHONUNBUFFERED": "1"}
-env.update({s.env: os.environ[s.env] for s in SETTINGS if os.environ.get(s.env, "").strip()})
+env.update({name: os.environ[name] for name in ENV_NAMES.values() if os.environ.get(name, "").strip()})
 print(json.dumps({"env_vars": env}))'
 }

@@ -39,7 +39,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -340,7 +339,7 @@ def _config_and_mode(args: argparse.Namespace) -> tuple[MemAgentConfig, str]:
     if mode == DIRECT_MODE:
         check_direct_settings(config)
     wanted = AgentMode.MEMAGENT if mode == DIRECT_MODE else AgentMode(mode)
-    return (config if config.mode is wanted else replace(config, mode=wanted)), mode
+    return (config if config.mode is wanted else config.replaced(mode=wanted)), mode
 
 
 def _mode_facts(
