@@ -287,11 +287,6 @@ def test_prepare_eval_data_takes_lengths_as_another_spelling_of_length(tmp_path,
     assert "eval_100.json" not in result.stdout
 
 
-def test_convert_switches_must_be_0_or_1(tmp_path):
-    err = _problems(_script(SCRIPTS / "convert-to-hf.sh", {"DRY_RUN": "true"}, cwd=tmp_path))
-    assert "DRY_RUN=true must be 0 or 1" in err
-
-
 def test_demo_checks_the_evaluators_arguments_before_installing_where_the_interpreter_can(tmp_path):
     """With an interpreter that has the packages (an earlier demo's .venv, or PYTHON) the evaluator
     itself checks its arguments before bootstrap.sh runs; nothing is installed or written."""

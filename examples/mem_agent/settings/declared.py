@@ -45,15 +45,29 @@ class SettingsError(ValueError):
         super().__init__("; ".join(self.problems))
 
 
-def setting(default: Any, doc: str, *, env: str, shapes_answers: bool = True, values: str = "", **bounds: Any) -> Any:
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    env: str,
+    shapes_answers: bool = True,
+    values: str = "",
+    path: bool = False,
+    section: str = "",
+    **bounds: Any,
+) -> Any:
     """A settings field read from `env`.
 
     `shapes_answers`: whether an evaluated item's answer or score can depend on the value (a run's
     earlier results are reused only while these are unchanged; timeouts and the wire protocol
     cannot change a finished answer). `values` overrides the generated description of what the
-    value may be (e.g. "a file path"). `bounds` are pydantic's (`ge`, `gt`, `le`, `lt`).
+    value may be. `path`: a file system path (a launch expands `~` and `${OTHER}` and makes it
+    absolute). `section`: the heading a help text lists the setting under. `bounds` are
+    pydantic's (`ge`, `gt`, `le`).
     """
-    extra = {"shapes_answers": shapes_answers, "values": values}
+    if path and not values:
+        values = "a path"
+    extra = {"shapes_answers": shapes_answers, "values": values, "path": path, "section": section}
     if isinstance(default, int) and not isinstance(default, bool):
         bounds.setdefault("le", INT_LIMIT)
     return Field(default, alias=env, description=doc, json_schema_extra=extra, **bounds)
@@ -64,8 +78,13 @@ def env_name(info: FieldInfo) -> str:
 
 
 def shapes_answers(info: FieldInfo) -> bool:
+    return bool(extra_of(info).get("shapes_answers", True))
+
+
+def extra_of(info: FieldInfo) -> dict[str, Any]:
+    """What `setting` recorded beside pydantic's own attributes."""
     extra = info.json_schema_extra
-    return bool(extra.get("shapes_answers", True)) if isinstance(extra, dict) else True
+    return extra if isinstance(extra, dict) else {}
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -80,20 +99,26 @@ def read_env(model: type[M], environ: Mapping[str, str], **overrides: Any) -> M:
 def env_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
     """The non-empty values `environ` gives for `model`'s variables, by field name; a value holding a
     line break is refused here, before it could split a command line further on."""
+    values, problems = split_env(model, environ)
+    if problems:
+        raise SettingsError(problems)
+    return values
+
+
+def split_env(model: type[BaseModel], environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """`env_values` that also returns the refused variables' problems instead of raising."""
     values: dict[str, Any] = {}
-    broken = []
+    problems = []
     for name, info in model.model_fields.items():
         raw = environ.get(env_name(info))
         if raw is None or not raw.strip():
             continue
         if any(mark in raw for mark in _LINE_BREAKS):
-            broken.append(f"{env_name(info)} holds a line break: give its value on one line")
+            problems.append(f"{env_name(info)} holds a line break: give its value on one line")
             continue
         raw = raw.strip()
         values[name] = raw.lower() if _enum_type(info) else raw
-    if broken:
-        raise SettingsError(broken)
-    return values
+    return values, problems
 
 
 def build(model: type[M], values: Mapping[str, Any]) -> M:
@@ -125,9 +150,8 @@ def problems_of(error: ValidationError, model: type[BaseModel]) -> list[str]:
 
 def describe(info: FieldInfo) -> str:
     """What a value of the field may be, in words, from its type and bounds."""
-    extra = info.json_schema_extra
-    if isinstance(extra, dict) and extra.get("values"):
-        return str(extra["values"])
+    if extra_of(info).get("values"):
+        return str(extra_of(info)["values"])
     kind = _enum_type(info)
     if kind is not None:
         return "one of " + ", ".join(str(member.value) for member in kind)
@@ -184,6 +208,8 @@ def _number(value: Any) -> str:
 
 
 def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, enum.Enum):
