@@ -23,7 +23,7 @@ every response token of a step's turn rows weighs the same; without it the reduc
 row by `rollout_mask_sums`, the loss-mask total of its whole trajectory, so every trajectory
 weighs the same whatever its turn count. Older sample-counted hosts (slime v0.2.x, old vime)
 copy only the keys they know and may trim a step's last rows; a trajectory cut that way is
-masked here (see trajectory_rows).
+masked (host/trajectory_rows.py).
 """
 
 from __future__ import annotations
