@@ -56,7 +56,7 @@ from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError, gather, problems_to_error
 from mem_agent.evaluation.evaluator import Evaluator
 from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, file_sha256, resolve_files
-from mem_agent.evaluation.report import (
+from mem_agent.evaluation.reporting import (
     EvalFileReport,
     ReuseError,
     check_reuse,
