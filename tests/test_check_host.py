@@ -1,32 +1,43 @@
 """The preflight (`python -m mem_agent.check_host`) against fake checkouts built from the host double.
 
 It runs as users run it, in its own process, through what the checkout's train.py runs for
-rollout 0: the launch script's own flags through the checkout's parser and validation, its
-create_rollout_manager, and RolloutManager.generate(0) (data source, rollout function, our hooks
-against a scripted engine, the checkout's metrics, our convert, its DP split). The fake
-checkouts are laid out like slime HEAD and like current vime (data source at
-vime/data/data_source.py, convert and split in vime/data/batch_builder.py), so a module path
-written into the preflight would fail one of them. Each kind of break a host could ship fails in
-one line that names the checkout file and line it came from.
+rollout 0: the launch script's own flags (PRINT_FLAGS=1, read as data) through the checkout's
+parser and validation, its create_rollout_manager, and RolloutManager.generate(0) (data source,
+rollout function, our hooks against a scripted engine, the checkout's metrics, our convert, its
+DP split). The fake checkouts are laid out like slime HEAD and like current vime (data source at
+vime/data/data_source.py, convert and split in vime/data/batch_builder.py, the engine start-up
+imported inside RolloutManager.__init__), so a module path written into the preflight would fail
+one of them. Each kind of break a host could ship, and each way a train.py can end or block its
+own import, fails in one line that names the checkout file and line (or the flag) it came from.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from mem_agent.check_host import build_parser, host_flag_words
-from mem_agent.host.namespace import router_address
+from mem_agent.check_host import build_parser
+from mem_agent.preflight.failures import CheckFailed
+from mem_agent.preflight.launch import FORMAT, OWNERS, LaunchDataError, parse_launch_data
+from mem_agent.preflight.request import PreflightOptions, host_flag_words, router_address
+from mem_agent.preflight.run import run_preflight
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
+from support.proc_state import still_running
 from support.scripted_engine import scripted_engine
+from support.scripts import SCRIPTS, run_script, write_executable, write_trainer_files
 
 PROJECT = Path(__file__).resolve().parents[1]
 PROTOCOL = {"slime": "sglang", "vime": "vllm"}
+START_UP = {"slime": "slime.ray.rollout", "vime": "vime.backends.vllm_utils.deployment"}
+TRAIN = SCRIPTS / "run-qwen3-4b-train.sh"
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +46,16 @@ def engine(tokenizer):
         yield running
 
 
-def preflight(*argv: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, **SMALL_AGENT}
+def preflight(*argv: str, **settings: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **SMALL_AGENT, **settings}
     env["PYTHONPATH"] = os.pathsep.join([str(PROJECT / "examples"), str(PROJECT / "tests"), env.get("PYTHONPATH", "")])
     return subprocess.run(
         [sys.executable, "-m", "mem_agent.check_host", *argv], env=env, capture_output=True, text=True, timeout=300
     )
 
 
-def check(root: Path, host: str, engine, *flags: str) -> subprocess.CompletedProcess:
-    return preflight("--trainer-root", str(root), "--url", engine.url, "--protocol", PROTOCOL[host], *flags)
+def check(root: Path, host: str, engine, *flags: str, **settings: str) -> subprocess.CompletedProcess:
+    return preflight("--trainer-root", str(root), "--url", engine.url, "--protocol", PROTOCOL[host], *flags, **settings)
 
 
 @pytest.mark.parametrize("host", ["slime", "vime"])
@@ -60,9 +71,11 @@ def test_a_compatible_checkout_passes_one_step_through_its_own_train_path(tmp_pa
     assert "launch words parsed by the host, in" in line
     for stand_in in ("Ray in-process", "Megatron-LM's parser", f"the {PROTOCOL[host]} engine's parser"):
         assert stand_in in line, stand_in
-    assert f"{host}.ray.rollout.start_rollout_servers (no engines" in line, "the engine start-up is stood in"
+    assert f"{START_UP[host]}.start_rollout_servers (no engines" in line, "the start-up the manager reaches"
     request_key = "input_ids" if host == "slime" else "token_ids"
     assert len(engine.requests) > sent and all(request_key in body for body in engine.requests[sent:])
+    assert str(root / "train.py") in result.stderr.splitlines()[0], "it says first that it runs the checkout's code"
+    assert "Unclosed" not in result.stderr, "the hooks' HTTP sessions are closed after the step"
 
 
 def test_host_flags_reach_the_hooks_through_the_checkouts_parser(tmp_path, engine):
@@ -96,18 +109,133 @@ BREAKS = [
     ("slime", "group_task_removed", "FAIL generate: slime/rollout/sglang_rollout.py:", "'generate_and_rm_group'"),
     ("slime", "convert_called_differently", "FAIL generate: slime/ray/rollout.py:", "unexpected keyword argument"),
     ("slime", "flag_removed", "FAIL flags: slime/utils/arguments.py:", "--custom-reward-post-process-path"),
+    ("vime", "dynamic_batch_flag_removed", "FAIL flags: vime/utils/arguments.py:", "--use-dynamic-batch-size"),
+    ("slime", "start_up_renamed", "FAIL manager: slime/ray/rollout.py:", "start_rollout_servers"),
+    ("vime", "start_up_renamed", "FAIL manager: vime/ray/rollout.py:", "start_rollout_servers"),
+    ("slime", "exits_at_import", "FAIL train: train.py:5:", "SystemExit"),
+    ("vime", "interrupted_at_import", "FAIL train: train.py:3:", "KeyboardInterrupt"),
+    ("slime", "os_exit_at_import", "FAIL train: train.py:", ""),
 ]
 
 
 @pytest.mark.parametrize(("host", "incompatible", "prefix", "detail"), BREAKS)
 def test_each_kind_of_break_fails_in_one_line_naming_its_file(tmp_path, engine, host, incompatible, prefix, detail):
-    """A break that used to pass silently (a renamed Sample field, a key the split no longer
-    forwards) fails as surely as one that raises, at the checkout's file and line."""
+    """A break that raises nowhere (a renamed Sample field, a key the split no longer forwards, a
+    host flag the host's parser would ignore) fails as surely as one that raises, at the checkout's
+    file and line; a train.py that exits or is interrupted while being imported is a FAIL, never
+    the preflight's own exit status."""
     root = write_fake_trainer(tmp_path / host, host, incompatible=incompatible)
     result = check(root, host, engine)
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout.startswith(prefix) and detail in result.stdout, result.stdout + result.stderr[-2000:]
     assert len(result.stdout.strip().splitlines()) == 1
+
+
+def test_a_train_py_that_blocks_at_import_fails_within_the_bound_and_leaves_nothing_running(tmp_path, engine):
+    root = write_fake_trainer(tmp_path / "slime", incompatible="hangs_at_import")
+    started = time.monotonic()
+    result = check(root, "slime", engine, "--import-timeout", "5")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1 and result.stdout.startswith("FAIL train: train.py:"), result.stdout + result.stderr
+    assert "--import-timeout" in result.stdout and len(result.stdout.strip().splitlines()) == 1
+    assert elapsed < 5 + 45, f"{elapsed:.1f} s: the bound, plus the launch script and the child's start"
+    assert result.stderr.count("train.py") >= 2, "a progress line while it waits, after the first line"
+    assert not still_running(int((root / "import.pid").read_text())), "the importing process is killed"
+
+
+def test_a_ctrl_c_while_train_py_is_imported_stops_it_and_exits_130(tmp_path):
+    """The child leads its own process group: the user's Ctrl-C reaches the preflight, which stops
+    the child, instead of the child reporting the interrupt as train.py's."""
+    root = write_fake_trainer(tmp_path / "slime", incompatible="hangs_at_import")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT / "examples"), str(PROJECT / "tests")])}
+    argv = [sys.executable, "-m", "mem_agent.check_host", "--trainer-root", str(root), "--url", "http://127.0.0.1:9"]
+    running = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (root / "import.pid").exists():
+        assert running.poll() is None and time.monotonic() < deadline, running.communicate()
+        time.sleep(0.1)
+    os.killpg(running.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends to the foreground group
+    stdout, _ = running.communicate(timeout=60)
+    assert running.returncode == 130 and stdout == b"", stdout
+    assert not still_running(int((root / "import.pid").read_text()))
+
+
+def _launch_with_group(tmp_path: Path, name: str, owner: str, words: list[str]) -> Path:
+    """A launch script that prints the real one's launch data and one more group."""
+    group = " ".join(["group", name, owner, str(len(words)), *words])
+    return write_executable(
+        tmp_path / "launch.sh",
+        f"#!/usr/bin/env bash\nset -euo pipefail\nbash {TRAIN}\nprintf '%s\\0' {group}\n",
+    )
+
+
+NEW_MEGATRON_FLAGS = ["--make-vocab-size-divisible-by", "128", "--apply-layernorm-1p"]
+
+
+@pytest.mark.parametrize("owner", ["megatron", "host"])
+def test_the_megatron_stand_in_is_built_from_the_launchs_megatron_groups(tmp_path, engine, monkeypatch, owner):
+    """A Megatron flag the launch starts to pass is accepted as soon as a megatron group holds it
+    (typed by its value: no list in the preflight to keep up); in a host group, the host's parser
+    is asked and refuses it, naming it."""
+    root = write_fake_trainer(tmp_path / "slime")
+    for setting, value in SMALL_AGENT.items():
+        monkeypatch.setenv(setting, value)
+    script = _launch_with_group(tmp_path, "NEW_ARGS", owner, NEW_MEGATRON_FLAGS)
+    options = PreflightOptions(trainer_root=root, url=engine.url, protocol="sglang", launch_script=script)
+    if owner == "megatron":
+        assert run_preflight(options, progress=lambda line: None).startswith(f"PASS slime at {root}:")
+        return
+    with pytest.raises(CheckFailed) as failure:
+        run_preflight(options, progress=lambda line: None)
+    assert failure.value.stage == "flags" and failure.value.where.startswith("slime/utils/arguments.py:")
+    assert NEW_MEGATRON_FLAGS[0] in failure.value.detail
+
+
+def test_words_the_user_appends_that_the_host_does_not_know_are_named_as_stood_in(tmp_path, engine):
+    root = write_fake_trainer(tmp_path / "vime", "vime")
+    result = check(
+        root, "vime", engine, EXTRA_ARGS="--apply-layernorm-1p --rollout-top-p 1.0", EXTRA_BACKEND_ARGS="--vllm-x 1"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    stand_ins = result.stdout.split("(stood in: ", 1)[1]
+    assert "--apply-layernorm-1p" in stand_ins and "--rollout-top-p" not in stand_ins, "the host's own flag"
+
+
+def test_the_launch_data_is_the_job_the_dry_run_submits(tmp_path):
+    """PRINT_FLAGS=1 prints every flag of the job DRY_RUN=1 shows, in its order, each array with
+    one owner; the words the user appended are the user groups', as given."""
+    files = write_trainer_files(tmp_path)
+    (tmp_path / "eval.jsonl").write_text("{}\n")
+    env = files.env("slime") | {
+        "EVAL_DATA": str(tmp_path / "eval.jsonl"),
+        "WANDB_PROJECT": "memagent",
+        "EXTRA_ARGS": "--use-tis --tis-clip 2",
+        "EXTRA_BACKEND_ARGS": "--sglang-enable-metrics",
+    }
+    data = run_script(TRAIN, env | {"PRINT_FLAGS": "1"}, bin_dirs=[files.bin_dir])
+    dry = run_script(TRAIN, env | {"DRY_RUN": "1"}, bin_dirs=[files.bin_dir])
+    assert data.returncode == 0 and dry.returncode == 0, data.stderr + dry.stderr
+    entry, groups = parse_launch_data(data.stdout.encode())
+    argv = shlex.split(next(line for line in dry.stdout.splitlines() if line.startswith("ray job submit")))
+    assert [str(entry), *(word for group in groups for word in group.words)] == argv[argv.index("--") + 2 :]
+    assert {group.owner for group in groups} == set(OWNERS) and all(group.words for group in groups)
+    users = [list(group.words) for group in groups if group.owner == "user"]
+    assert users == [["--sglang-enable-metrics"], ["--use-tis", "--tis-clip", "2"]]
+
+
+BROKEN_LAUNCH_DATA = [
+    b"",  # the script printed nothing
+    b"other/1\0entry\0/x/train.py\0",  # another format
+    FORMAT.encode() + b"\0entry\0/x/train.py",  # the last field not terminated
+    FORMAT.encode() + b"\0entry\0/x/train.py\0group\0A\0gpu\0" + b"0\0",  # an owner that is none of OWNERS
+    FORMAT.encode() + b"\0entry\0/x/train.py\0group\0A\0host\0" + b"3\0--flag\0",  # fewer words than announced
+]
+
+
+@pytest.mark.parametrize("data", BROKEN_LAUNCH_DATA)
+def test_launch_data_that_breaks_the_format_is_refused(data):
+    with pytest.raises(LaunchDataError):
+        parse_launch_data(data)
 
 
 def test_float_rewards_under_a_reward_key_fail_at_the_checkout_line(tmp_path, engine):
@@ -139,6 +267,7 @@ def test_a_refused_flag_is_reported_at_the_generate_step(tmp_path, engine):
         (["--trainer-root", "{root}", "--url", "https://127.0.0.1:443"], "the hooks reach the router over http"),
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1:port"], "must be http://HOST:PORT"),
         (["--trainer-root", "{both}", "--url", "http://127.0.0.1:9"], "holds both slime/ and vime/"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--import-timeout", "0"], "--import-timeout"),
     ],
 )
 def test_user_mistakes_are_one_line_with_exit_status_2(tmp_path, argv, message):

@@ -57,8 +57,7 @@ def test_each_commands_help_exits_0_through_the_dispatcher(name):
     assert shown.returncode == 0 and shown.stdout.startswith("usage: "), shown.stderr
 
 
-# check_host passes its parser a name of its own instead of common.console.program_name.
-NAMED_AS_TYPED = sorted(set(cli.COMMANDS) - {"check-host"})
+NAMED_AS_TYPED = sorted(cli.COMMANDS)
 
 
 @pytest.mark.parametrize("name", NAMED_AS_TYPED)

@@ -172,7 +172,8 @@ def test_train_never_shows_the_wandb_key(trainer):
     result = _train(trainer, "slime", WANDB_PROJECT="memagent", MEM_MAX_MEMORY="512")
     assert result.returncode == 0, result.stderr
     argv = _submitted(result.stdout)
-    assert "--use-wandb --wandb-project memagent --wandb-group qwen3-4b-memagent" in " ".join(argv)
+    flags = " ".join(argv)
+    assert "--use-wandb --wandb-group qwen3-4b-memagent" in flags and "--wandb-project memagent" in flags
     assert "WANDB_API_KEY" not in _runtime_env(argv), "a runtime env is logged by Ray and visible in ps"
     assert SECRET not in result.stdout + result.stderr
     assert "WANDB_API_KEY=<set>" in result.stdout

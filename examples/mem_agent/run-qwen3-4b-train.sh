@@ -73,6 +73,8 @@ Logging and extras
   EXTRA_BACKEND_ARGS, EXTRA_ARGS   more trainer flags, appended as words
   PYTHON=python3    DRY_RUN=1 (print every command, start nothing; works on any machine: what it
                     lacks, such as ray, the checkouts or the checkpoints, is listed as warnings)
+  PRINT_FLAGS=1     check as DRY_RUN=1 does, start nothing, print only the job's flags as data on stdout
+                    (NUL-terminated fields: the entry script, then each flag group with its owner)
 Every setting is checked before anything starts and all problems are reported in one message; a
 setting the chosen mode does not use is an error (e.g. EVAL_INTERVAL without EVAL_DATA).
 USAGE
@@ -144,9 +146,11 @@ is_loopback() {
   [[ "$1" == 127.* || "$1" == localhost || "$1" == ::1 ]]
 }
 
-for knob in DRY_RUN JOIN USE_EXISTING_RAY KEEP_RAY ASYNC; do
+PRINT_FLAGS=${PRINT_FLAGS:-0}
+for knob in DRY_RUN PRINT_FLAGS JOIN USE_EXISTING_RAY KEEP_RAY ASYNC; do
   require_flag "${knob}"
 done
+[[ "${PRINT_FLAGS}" != 1 ]] || DRY_RUN=1 # the same checks; what this machine lacks is a warning
 
 # ---- JOIN=1: this node joins the head's cluster and stays in the foreground -------------------
 # The other settings are not checked here: nodes often share one environment file.
@@ -300,6 +304,9 @@ print("\n".join(settings_lines()))
 fi
 
 # ---- the trainer's arguments, grouped by concern ----------------------------------------------
+# Each array holds the flags of one parser (the group list below names it): Megatron-LM's, or the
+# host's own (slime's or vime's, their engine's --sglang-*/--vllm-* included). Megatron flags whose
+# default the host resets (--load, --global-batch-size, --lr, ...) are Megatron's.
 # Qwen3-4B as the trainer's scripts/models/qwen3-4B.sh describes it. Its input and output
 # embeddings are tied, so --untie-embeddings-and-output-weights must not be passed.
 MODEL_ARGS=(
@@ -310,18 +317,17 @@ MODEL_ARGS=(
 )
 # --ref-load is the frozen KL reference; --load falls back to it on the first run and resumes
 # from SAVE_PATH's latest iter_* afterwards.
-CKPT_ARGS=(
-  --hf-checkpoint "${HF_CKPT}" --ref-load "${TORCH_DIST}"
-  --load "${SAVE_PATH}" --save "${SAVE_PATH}" --save-interval "${SAVE_INTERVAL}"
-)
+CKPT_ARGS=(--hf-checkpoint "${HF_CKPT}" --ref-load "${TORCH_DIST}")
+SAVE_ARGS=(--load "${SAVE_PATH}" --save "${SAVE_PATH}" --save-interval "${SAVE_INTERVAL}")
 # No --apply-chat-template: every turn builds its own chat from the raw question (the hooks
 # refuse the flag). The document travels in metadata.context.
 ROLLOUT_ARGS=(
   --prompt-data "${TRAIN_DATA}" --input-key prompt --label-key label --metadata-key metadata
   --num-rollout "${NUM_ROLLOUT}" --rollout-batch-size "${ROLLOUT_BATCH_SIZE}"
   --n-samples-per-prompt "${N_SAMPLES}" --rollout-temperature "${TEMPERATURE}"
-  --rollout-max-response-len "${ROLLOUT_MAX_RESPONSE_LEN}" --global-batch-size "${GLOBAL_BATCH_SIZE}"
+  --rollout-max-response-len "${ROLLOUT_MAX_RESPONSE_LEN}"
 )
+BATCH_ARGS=(--global-batch-size "${GLOBAL_BATCH_SIZE}")
 # MemAgent reads its training file in order (data.shuffle=False); the hosts shuffle only when asked.
 [[ "${SHUFFLE}" != 1 ]] || ROLLOUT_ARGS+=(--rollout-shuffle)
 # The memory agent: generate runs every turn of a trajectory and returns one sample per turn;
@@ -343,7 +349,8 @@ GRPO_ARGS=(
   --entropy-coef 0 --eps-clip "${EPS_CLIP}" --eps-clip-high "${EPS_CLIP_HIGH}" --eps-clip-c "${EPS_CLIP_C}"
 )
 [[ "${GRPO_STD_NORM}" == 1 ]] || GRPO_ARGS+=(--disable-grpo-std-normalization)
-[[ "${LOSS_WEIGHTING}" == trajectory ]] || GRPO_ARGS+=(--calculate-per-token-loss)
+LOSS_ARGS=()
+[[ "${LOSS_WEIGHTING}" == trajectory ]] || LOSS_ARGS=(--calculate-per-token-loss)
 # Megatron's adam applies decoupled weight decay (AdamW), as MemAgent's torch.optim.AdamW does.
 OPTIMIZER_ARGS=(
   --optimizer adam --lr "${LR}" --lr-warmup-iters "${LR_WARMUP_ITERS}" --lr-decay-style constant
@@ -353,15 +360,18 @@ OPTIMIZER_ARGS=(
 PERF_ARGS=(
   --tensor-model-parallel-size "${TP}" --sequence-parallel --pipeline-model-parallel-size "${PP}"
   --context-parallel-size "${CP}" --recompute-granularity full --recompute-method uniform
-  --recompute-num-layers 1 --use-dynamic-batch-size --max-tokens-per-gpu "${MAX_TOKENS_PER_GPU}"
+  --recompute-num-layers 1
 )
+DYNAMIC_BATCH_ARGS=(--use-dynamic-batch-size --max-tokens-per-gpu "${MAX_TOKENS_PER_GPU}")
 MISC_ARGS=(
   --attention-dropout 0.0 --hidden-dropout 0.0 --accumulate-allreduce-grads-in-fp32
   --attention-softmax-in-fp32 --attention-backend flash
 )
+EVAL_INTERVAL_ARGS=()
 EVAL_ARGS=()
 if [[ -n "${EVAL_DATA}" ]]; then
-  EVAL_ARGS=(--eval-interval "${EVAL_INTERVAL}" --eval-prompt-data hotpotqa "${EVAL_DATA}"
+  EVAL_INTERVAL_ARGS=(--eval-interval "${EVAL_INTERVAL}")
+  EVAL_ARGS=(--eval-prompt-data hotpotqa "${EVAL_DATA}"
     --n-samples-per-eval-prompt 1 --eval-temperature "${EVAL_TEMPERATURE}" --eval-top-p "${EVAL_TOP_P}")
 fi
 # The only flags that differ between the hosts: slime's SGLang engines take --sglang-*, vime's
@@ -374,7 +384,11 @@ else
   BACKEND_ARGS+=(--vllm-gpu-memory-utilization "${VLLM_GPU_MEMORY_UTILIZATION}" --vllm-server-concurrency "${SERVER_CONCURRENCY}")
 fi
 WANDB_ARGS=()
-[[ -z "${WANDB_PROJECT}" ]] || WANDB_ARGS=(--use-wandb --wandb-project "${WANDB_PROJECT}" --wandb-group "${WANDB_GROUP}")
+WANDB_PROJECT_ARGS=()
+if [[ -n "${WANDB_PROJECT}" ]]; then
+  WANDB_ARGS=(--use-wandb --wandb-group "${WANDB_GROUP}")
+  WANDB_PROJECT_ARGS=(--wandb-project "${WANDB_PROJECT}")
+fi
 read -r -a EXTRA_BACKEND <<<"${EXTRA_BACKEND_ARGS}"
 read -r -a EXTRA <<<"${EXTRA_ARGS}"
 if [[ "${ASYNC}" == "1" ]]; then
@@ -382,6 +396,38 @@ if [[ "${ASYNC}" == "1" ]]; then
     --rollout-num-gpus "${ROLLOUT_NUM_GPUS}")
 else
   CLUSTER_ARGS=(--actor-num-nodes "${NNODES}" --actor-num-gpus-per-node "${GPUS_PER_NODE}" --colocate)
+fi
+# The job's flags in launch order, each array with the parser that owns its flags (user: words
+# the user appended, owner unknown). PRINT_FLAGS=1 prints them as data for the preflight.
+TRAIN_ARGS=()
+LAUNCH_DATA=()
+group() { # group NAME OWNER WORD...: the words join the job's flags and the launch data
+  TRAIN_ARGS+=("${@:3}")
+  LAUNCH_DATA+=(group "$1" "$2" "$(($# - 2))" "${@:3}")
+}
+group CLUSTER_ARGS host "${CLUSTER_ARGS[@]}"
+group MODEL_ARGS megatron "${MODEL_ARGS[@]}"
+group CKPT_ARGS host "${CKPT_ARGS[@]}"
+group SAVE_ARGS megatron "${SAVE_ARGS[@]}"
+group ROLLOUT_ARGS host "${ROLLOUT_ARGS[@]}"
+group BATCH_ARGS megatron "${BATCH_ARGS[@]}"
+group CUSTOM_ARGS host "${CUSTOM_ARGS[@]}"
+group GRPO_ARGS host "${GRPO_ARGS[@]}"
+group LOSS_ARGS megatron "${LOSS_ARGS[@]}"
+group OPTIMIZER_ARGS megatron "${OPTIMIZER_ARGS[@]}"
+group PERF_ARGS megatron "${PERF_ARGS[@]}"
+group DYNAMIC_BATCH_ARGS host "${DYNAMIC_BATCH_ARGS[@]}"
+group MISC_ARGS megatron "${MISC_ARGS[@]}"
+group EVAL_INTERVAL_ARGS megatron "${EVAL_INTERVAL_ARGS[@]}"
+group EVAL_ARGS host "${EVAL_ARGS[@]}"
+group BACKEND_ARGS host "${BACKEND_ARGS[@]}"
+group EXTRA_BACKEND_ARGS user "${EXTRA_BACKEND[@]}"
+group WANDB_ARGS host "${WANDB_ARGS[@]}"
+group WANDB_PROJECT_ARGS megatron "${WANDB_PROJECT_ARGS[@]}"
+group EXTRA_ARGS user "${EXTRA[@]}"
+if [[ "${PRINT_FLAGS}" == 1 ]]; then
+  printf '%s\0' mem_agent-launch-flags/1 entry "${TRAINER_ROOT}/${TRAIN_SCRIPT}" "${LAUNCH_DATA[@]}"
+  exit 0
 fi
 
 # ---- the Ray head: started in its own session, stopped by that session only ------------------
@@ -484,9 +530,7 @@ fi
 
 echo "runtime env: ${RUNTIME_ENV}"
 JOB=(ray job submit --address "${RAY_JOB_ADDRESS}" --submission-id "${SUBMISSION_ID}" --runtime-env-json "${RUNTIME_ENV}"
-  -- "${PYTHON}" "${TRAINER_ROOT}/${TRAIN_SCRIPT}" "${CLUSTER_ARGS[@]}" "${MODEL_ARGS[@]}" "${CKPT_ARGS[@]}"
-  "${ROLLOUT_ARGS[@]}" "${CUSTOM_ARGS[@]}" "${GRPO_ARGS[@]}" "${OPTIMIZER_ARGS[@]}" "${PERF_ARGS[@]}"
-  "${MISC_ARGS[@]}" "${EVAL_ARGS[@]}" "${BACKEND_ARGS[@]}" "${EXTRA_BACKEND[@]}" "${WANDB_ARGS[@]}" "${EXTRA[@]}")
+  -- "${PYTHON}" "${TRAINER_ROOT}/${TRAIN_SCRIPT}" "${TRAIN_ARGS[@]}")
 # A fresh head answers the job API a little before its node's agent can take a job ("No
 # available agent"): a submission that never created the job is tried again, one whose job ran
 # and failed is not.

@@ -9,13 +9,16 @@ signatures, implemented by tests/support/host:
     <host>/ray/placement_group.py create_rollout_manager: RolloutManager.options(...).remote(args, pg)
     <host>/ray/rollout.py         @ray.remote RolloutManager: loads the data source, rollout function
                                   and hooks by args' paths; generate(rollout_id) = rollout, rollout-id
-                                  check, flatten, log_rollout_data, convert, DP split;
-                                  start_rollout_servers (the engines)
+                                  check, flatten, log_rollout_data, convert, DP split
+    engine start-up               start_rollout_servers: slime beside the manager in slime/ray/rollout.py;
+                                  vime in vime/backends/vllm_utils/deployment.py, imported inside
+                                  RolloutManager.__init__
     data source                   slime: slime/rollout/data_source.py; vime: vime/data/data_source.py
     convert and split             slime: RolloutManager._convert_samples_to_train_data /
                                   _split_train_data_by_dp; vime: vime/data/batch_builder.py BatchBuilder
     <host>/rollout/<engine>_rollout.py  GenerateState, generate_and_rm_group, generate_rollout
-    <host>/utils/types.py, misc.py, dp_schedule.py; observability/ rollout_data_utils, rollout_metrics
+    <host>/utils/types.py, misc.py, dp_schedule.py, async_utils.py (the rollout runs on one background
+                                  event loop, as the hosts' `run` does); observability/ rollout_data_utils
 
 `incompatible=` writes one change a newer or older host could make, so the preflight has
 something to find (see `BREAKS`).
@@ -91,17 +94,13 @@ import ray
 from support.host import metrics, train_data
 from {host}.utils.misc import Box, load_function
 from {host}.utils.dp_schedule import build_dp_schedule
-{builder_import}
-
-def start_rollout_servers(args, pg) -> tuple[dict, list]:
-    raise RuntimeError("starts the rollout engines: needs GPUs")
-
+{builder_import}{engine_start}
 
 @ray.remote
 class RolloutManager:
     def __init__(self, args, pg):
         self.args = args
-        self.servers, _ = start_rollout_servers(args, pg)
+{engine_start_import}        self.servers, _ = start_rollout_servers(args, pg)
         self.data_source = load_function(args.data_source_path)(args)
         self.generate_rollout = load_function(args.rollout_function_path)
         self.eval_generate_rollout = load_function(args.eval_function_path)
@@ -148,6 +147,13 @@ def split(args, data, parallel):
         refs.append(Box(ray.put(part)))
     return refs
 """
+# slime defines its engine start-up beside the manager; current vime's manager imports it from its
+# engine's deployment module when it starts (inside __init__).
+_START_UP = """
+def start_rollout_servers(args, pg) -> tuple[dict, list]:
+    raise RuntimeError("starts the rollout engines: needs GPUs")
+"""
+_VIME_START_UP_IMPORT = "        from vime.backends.vllm_utils.deployment import start_rollout_servers\n\n"
 _VIME_MANAGER_CONVERT = """
     def _convert_samples_to_train_data(self, samples):
         return self.batch_builder.convert(samples)
@@ -211,10 +217,11 @@ class RolloutDataSourceWithBuffer:
         return self.source.get_samples(num_samples)
 """
 _ROLLOUT = """
-import asyncio
 from dataclasses import dataclass
 
 from support.host import rollout_loop
+
+from ..utils.async_utils import run
 
 _STATES = {{}}
 _DOUBLE_GROUP = rollout_loop.generate_and_rm_group  # the double's loop is pointed at ours below
@@ -249,7 +256,7 @@ async def generate_rollout_async(args, rollout_id, data_source):
 
 
 def generate_rollout(args, rollout_id, data_source, evaluation=False):
-    output = asyncio.run(generate_rollout_async(args, rollout_id, data_source))
+    output = run(generate_rollout_async(args, rollout_id, data_source))
     return RolloutFnTrainOutput(samples=output.samples, metrics=output.metrics)
 """
 _COMMON = {
@@ -265,6 +272,20 @@ class Box:
     @property
     def inner(self):
         return self._inner
+""",
+    "utils/async_utils.py": """
+import asyncio
+import threading
+
+_LOOP = None
+
+
+def run(coro):
+    global _LOOP
+    if _LOOP is None:  # one loop for the process's life, in its own thread, as the hosts keep theirs
+        _LOOP = asyncio.new_event_loop()
+        threading.Thread(target=_LOOP.run_forever, daemon=True).start()
+    return asyncio.run_coroutine_threadsafe(coro, _LOOP).result()
 """,
     "utils/dp_schedule.py": """
 from support.host import dp_schedule
@@ -309,14 +330,22 @@ def _files(host: str) -> dict[str, str]:
     if host == "slime":
         files["slime/rollout/data_source.py"] = _DATA_SOURCE.format(host=host)
         files["slime/ray/rollout.py"] = _MANAGER.format(
-            host=host, builder_import="", builder_init="", manager_convert=_SLIME_CONVERT.format()
+            host=host,
+            builder_import="",
+            engine_start=_START_UP,
+            engine_start_import="",
+            builder_init="",
+            manager_convert=_SLIME_CONVERT.format(),
         )
     else:
         files["vime/data/data_source.py"] = _DATA_SOURCE.format(host=host)
         files["vime/data/batch_builder.py"] = _BATCH_BUILDER
+        files["vime/backends/vllm_utils/deployment.py"] = _START_UP
         files["vime/ray/rollout.py"] = _MANAGER.format(
             host=host,
             builder_import="from vime.data.batch_builder import BatchBuilder\n",
+            engine_start="",
+            engine_start_import=_VIME_START_UP_IMPORT,
             builder_init="        self.batch_builder = BatchBuilder(args)\n",
             manager_convert=_VIME_MANAGER_CONVERT,
         )
@@ -391,6 +420,26 @@ BREAKS: dict[str, tuple[str, str, str]] = {
     ),
     # a flag our launch script passes, dropped from the host's parser
     "flag_removed": ("{host}/utils/arguments.py", "DROPPED = ()", 'DROPPED = ("--custom-reward-post-process-path",)'),
+    # a flag of a host group of the launch that is not a Megatron flag, dropped from the host's parser
+    "dynamic_batch_flag_removed": (
+        "{host}/utils/arguments.py",
+        "DROPPED = ()",
+        'DROPPED = ("--use-dynamic-batch-size",)',
+    ),
+    # the engine start-up renamed where it is defined
+    "start_up_renamed": ("{start_up}", "def start_rollout_servers(", "def launch_rollout_servers("),
+    # train.py ends the process that imports it, interrupts it, leaves it with no verdict, or never returns
+    "exits_at_import": ("train.py", "import ray\n", "import sys\n\nimport ray\n\nsys.exit(0)\n"),
+    "interrupted_at_import": ("train.py", "import ray\n", "import ray\n\nraise KeyboardInterrupt\n"),
+    "os_exit_at_import": ("train.py", "import ray\n", "import os\n\nimport ray\n\nos._exit(0)\n"),
+    "hangs_at_import": (
+        "train.py",
+        "import ray\n",
+        "import os\nimport time\n\nimport ray\n\n"
+        'with open(os.path.join(os.path.dirname(__file__), "import.pid"), "w") as pid:\n'
+        "    pid.write(str(os.getpid()))\n"
+        "time.sleep(10**6)\n",
+    ),
 }
 
 
@@ -400,6 +449,7 @@ def write_fake_trainer(root: Path, host: str = "slime", incompatible: str | None
     if incompatible is not None:
         target, old, new = BREAKS[incompatible]
         names = {"host": host, "engine": ENGINE[host], "convert": _convert_file(host), "split": _split_file(host)}
+        names["start_up"] = "slime/ray/rollout.py" if host == "slime" else "vime/backends/vllm_utils/deployment.py"
         target = target.format(**names)
         if incompatible == "train_removed":
             del files["train.py"]

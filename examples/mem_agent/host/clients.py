@@ -17,7 +17,7 @@ from mem_agent.host.flags import HostConfigError
 from mem_agent.inference.client import ApiProtocol, ClientSettings, RolloutClient
 from mem_agent.settings.config import MemAgentConfig, ProtocolChoice
 
-__all__ = ["client_for", "close_clients", "forget_clients", "router_address", "sampling_from_host"]
+__all__ = ["client_for", "close_all_clients", "close_clients", "forget_clients", "router_address", "sampling_from_host"]
 
 _CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSettings, RolloutClient]] = (
     weakref.WeakKeyDictionary()
@@ -27,6 +27,28 @@ _CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSettin
 async def close_clients() -> None:
     """Close this event loop's HTTP sessions (for a loop that is about to end, such as a test's)."""
     for client in _CLIENTS.pop(asyncio.get_running_loop(), {}).values():
+        await client.close()
+
+
+def close_all_clients(timeout_s: float = 10.0) -> None:
+    """Close every event loop's HTTP sessions, from outside those loops, once no hook will run again
+    (the preflight after its step). The hosts run their rollouts on one background loop that never
+    ends, so nothing else would close them before the process exits. A loop running in another
+    thread closes its own; one that is not running runs the close here; a closed loop's sessions
+    cannot be closed any more and are dropped."""
+    for loop, clients in list(_CLIENTS.items()):
+        closing = _close(list(clients.values()))
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(closing, loop).result(timeout_s)
+        elif not loop.is_closed():
+            loop.run_until_complete(closing)
+        else:
+            closing.close()
+    _CLIENTS.clear()
+
+
+async def _close(clients: list[RolloutClient]) -> None:
+    for client in clients:
         await client.close()
 
 

@@ -1,4 +1,4 @@
-"""The checks that catch a host change which would break training silently, for check_host.
+"""The checks that catch a host change which would break training silently.
 
 A renamed field does not raise: our hooks set `sample.rollout_log_probs` on a Sample that no
 longer has the field (Python allows it), our convert emits a key the host's split no longer
@@ -10,8 +10,9 @@ forwards, and the logprobs never reach the trainer. So the preflight watches the
   code setting it is ours (the host's own extras, such as slime's trace carrier, are not). The
   convert spy records the samples the host hands it and returns its dict as a `TrackedData`,
   which records every key the host's code reads from it;
-- after the step, no such attribute may exist, and every key our convert emitted must have been
-  read by the host (or be in `OPTIONAL_KEYS`, with the reason it may go unread).
+- after the step (`silent_breaks`), no such attribute may exist, and every key our convert
+  emitted must have been read by the host (or be in `OPTIONAL_KEYS`, with the reason it may go
+  unread).
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ import functools
 import importlib
 import inspect
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from mem_agent.preflight.failures import CheckFailed, where
 
 # Keys our convert may emit that no host split forwards, and why that is fine.
 OPTIONAL_KEYS = {
     "metadata": "each row's train_metadata, which the hosts' own convert emits alike for their loggers; "
     "no split forwards it to a rank",
 }
-_OURS = str(Path(__file__).resolve().parents[1])
+_OURS = str(Path(__file__).resolve().parents[1])  # the mem_agent package: our frames, not the host's
 
 
 class KeyReads:
@@ -41,8 +45,8 @@ class KeyReads:
         self.samples: list[Any] = []
         self.emitted: dict[str, Any] = {}
         self.read: set[str] = set()
-        self.reader: str | None = None  # `file:line` of the first host code that read a key
-        self.unknown_attributes: dict[str, str] = {}  # attribute our hooks set, not a Sample field -> hook
+        self.reader: traceback.FrameSummary | None = None  # the first host line that read a key
+        self.unknown_attributes: dict[str, str] = {}  # attribute our hooks set, not a Sample field -> our line
         self.sample_type: type | None = None
         self.watched: dict[type, Any] = {}  # Sample classes whose __setattr__ records, and the original
 
@@ -53,7 +57,7 @@ class KeyReads:
             while frame is not None and frame.f_code.co_filename.startswith((_OURS, "<")):
                 frame = frame.f_back
             if frame is not None:
-                self.reader = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+                self.reader = traceback.FrameSummary(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
 
 
 class TrackedData(dict):
@@ -104,8 +108,7 @@ def _watch(reads: KeyReads, items: Any) -> None:
             if name not in _fields and not name.startswith("_"):
                 caller = sys._getframe(1)
                 if caller.f_code.co_filename.startswith(_OURS):
-                    ours = Path(caller.f_code.co_filename).relative_to(Path(_OURS).parent)
-                    reads.unknown_attributes.setdefault(name, f"{ours}:{caller.f_lineno}")
+                    reads.unknown_attributes.setdefault(name, where(caller, Path(_OURS).parent))
                     reads.sample_type = type(obj)
             _set(obj, name, value)
 
@@ -173,3 +176,24 @@ def _flat(samples: list[Any]) -> list[Any]:
 def convert_keys_unread(reads: KeyReads) -> list[str]:
     """Keys our convert emitted that the host never read (the optional ones aside)."""
     return sorted(key for key in reads.emitted if key not in reads.read and key not in OPTIONAL_KEYS)
+
+
+def silent_breaks(reads: KeyReads, root: Path, manager_class: type) -> None:
+    """The two breaks that raise nowhere: a Sample field our hooks set that the host lacks, and a
+    key our convert emits that the host never reads."""
+    if reads.unknown_attributes and reads.sample_type is not None:
+        named = ", ".join(f"{name} ({hook})" for name, hook in sorted(reads.unknown_attributes.items()))
+        raise CheckFailed(
+            "sample",
+            where(reads.sample_type, root),
+            f"our hooks set {named} on the host's {reads.sample_type.__name__}, which declares no such field "
+            "(renamed? the value would never reach the trainer)",
+        )
+    unread = convert_keys_unread(reads)
+    if unread:
+        raise CheckFailed(
+            "convert",
+            where(reads.reader or manager_class, root),
+            f"our convert emits {', '.join(unread)}, which the host's convert and split never read (renamed? "
+            "the values would never reach the trainer)",
+        )

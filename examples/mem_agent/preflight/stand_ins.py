@@ -1,4 +1,4 @@
-"""Import stand-ins that let a trainer checkout's rollout code load on a laptop (for check_host).
+"""Import stand-ins that let a trainer checkout's rollout code load on a laptop.
 
 Exactly two kinds of module are replaced, and nothing else:
 
@@ -7,7 +7,9 @@ Exactly two kinds of module are replaced, and nothing else:
   instance here and whose handle's `method.remote(...)` calls it at once (so train.py's
   `ray.get(manager.generate.remote(0))` runs as written), `ray.init` does nothing. The host's
   rollout path only uses Ray to ship data between its actors; a real `ray.put` would start a
-  local cluster, which the preflight neither needs nor should leave behind.
+  local cluster, which the preflight neither needs nor should leave behind. `before_actor_start`
+  registers a call made with the actor's class just before an actor is built (the preflight
+  stands in for the engine start-up there: see engines.py).
 - a module that is not installed here and is imported by a file inside the trainer checkout
   (GPU-only packages such as `sglang`, `megatron`, `transformer_engine`, or optional ones such
   as `wandb` and `pylatexenc`): an empty stand-in whose attributes are placeholders. A
@@ -15,23 +17,27 @@ Exactly two kinds of module are replaced, and nothing else:
   import time needs; calling it for real raises `StubUsedError` naming it, so the preflight reports
   "this step needs <module>" instead of running on a fake.
 
-`installed()` lists what was stubbed, for the preflight's report.
+`installed()` lists what was stubbed, for the preflight's report. These stand-ins change the
+process for good (sys.modules, sys.meta_path), so they are installed only in the child process
+that imports train.py (child.py), never in the process that runs the preflight.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StubUsedError", "install", "installed"]
+__all__ = ["StubUsedError", "before_actor_start", "install", "installed"]
 
 _STUBBED: list[str] = []
+_BEFORE_ACTOR_START: list[Callable[[type], None]] = []
 
 
 class StubUsedError(RuntimeError):
@@ -116,6 +122,8 @@ def _ray_module() -> types.ModuleType:
             return self
 
         def remote(self, *args: Any, **kwargs: Any) -> ActorHandle:
+            for hook in list(_BEFORE_ACTOR_START):
+                hook(self.cls)
             return ActorHandle(self.cls(*args, **kwargs))
 
         def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -190,6 +198,16 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
+
+
+@contextlib.contextmanager
+def before_actor_start(hook: Callable[[type], None]) -> Iterator[None]:
+    """Within the block, `hook(actor_class)` runs before each actor the in-process Ray builds."""
+    _BEFORE_ACTOR_START.append(hook)
+    try:
+        yield
+    finally:
+        _BEFORE_ACTOR_START.remove(hook)
 
 
 def install(trainer_root: Path) -> None:
