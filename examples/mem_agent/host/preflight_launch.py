@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,7 @@ def launch_flags(
         **os.environ,
         **_scratch(workdir),
         "DRY_RUN": "1",
+        "PYTHON": os.environ.get("PYTHON") or sys.executable,  # the script's checks import mem_agent
         "TRAINER_ROOT": str(root),
         "HOST_TRAINER": host,
         "HF_CKPT": hf_checkpoint,
