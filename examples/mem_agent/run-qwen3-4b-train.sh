@@ -44,6 +44,9 @@ ROLLOUT_ARGS=(
 )
 # MemAgent reads its training file in order (data.shuffle=False); the hosts shuffle only when asked.
 [[ "${SHUFFLE}" != 1 ]] || ROLLOUT_ARGS+=(--rollout-shuffle)
+# One optimizer update takes GLOBAL_BATCH_SIZE whole trajectories: both hosts count trajectories,
+# never turn rows, and keep a trajectory's turns in one update.
+BATCH_ARGS=(--global-batch-size "${GLOBAL_BATCH_SIZE}")
 # The memory agent: generate runs every turn of a trajectory and returns one sample per turn;
 # the reward and advantages are per trajectory, broadcast to its turns. The log hooks add the
 # memory-agent metrics (counted per trajectory) to the host's own in W&B / TensorBoard, and write
@@ -63,32 +66,32 @@ GRPO_ARGS=(
   --entropy-coef 0 --eps-clip "${EPS_CLIP}" --eps-clip-high "${EPS_CLIP_HIGH}" --eps-clip-c "${EPS_CLIP_C}"
 )
 [[ "${GRPO_STD_NORM}" == 1 ]] || GRPO_ARGS+=(--disable-grpo-std-normalization)
-# One update takes GLOBAL_BATCH_SIZE whole trajectories (both hosts count trajectories, never turn
-# rows), its loss averaged over every response token (MemAgent's token mean) unless
-# LOSS_WEIGHTING=trajectory. Megatron's adam decouples weight decay (AdamW), as MemAgent's does.
+# The loss of an update is averaged over all its response tokens (MemAgent's token mean) unless
+# LOSS_WEIGHTING=trajectory.
+LOSS_ARGS=()
+[[ "${LOSS_WEIGHTING}" == trajectory ]] || LOSS_ARGS=(--calculate-per-token-loss)
+# Megatron's adam applies decoupled weight decay (AdamW), as MemAgent's torch.optim.AdamW does.
 OPTIMIZER_ARGS=(
-  --global-batch-size "${GLOBAL_BATCH_SIZE}" --optimizer adam --lr "${LR}" --lr-warmup-iters "${LR_WARMUP_ITERS}"
-  --lr-decay-style constant --weight-decay "${WEIGHT_DECAY}" --adam-beta1 "${ADAM_BETA1}"
-  --adam-beta2 "${ADAM_BETA2}" --clip-grad 1.0
+  --optimizer adam --lr "${LR}" --lr-warmup-iters "${LR_WARMUP_ITERS}" --lr-decay-style constant
+  --weight-decay "${WEIGHT_DECAY}" --adam-beta1 "${ADAM_BETA1}" --adam-beta2 "${ADAM_BETA2}" --clip-grad 1.0
 )
-[[ "${LOSS_WEIGHTING}" == trajectory ]] || OPTIMIZER_ARGS+=(--calculate-per-token-loss)
 # One training row is one turn (question + memory + 5000-token chunk + response), ~7.5K tokens.
 PERF_ARGS=(
   --tensor-model-parallel-size "${TP}" --sequence-parallel --pipeline-model-parallel-size "${PP}"
   --context-parallel-size "${CP}" --recompute-granularity full --recompute-method uniform --recompute-num-layers 1
 )
-BATCH_ARGS=(--use-dynamic-batch-size --max-tokens-per-gpu "${MAX_TOKENS_PER_GPU}")
+DYNAMIC_BATCH_ARGS=(--use-dynamic-batch-size --max-tokens-per-gpu "${MAX_TOKENS_PER_GPU}")
 MISC_ARGS=(
   --attention-dropout 0.0 --hidden-dropout 0.0 --accumulate-allreduce-grads-in-fp32
   --attention-softmax-in-fp32 --attention-backend flash
 )
 # Evaluation during training, only with EVAL_DATA; its interval is Megatron's flag.
-EVAL_ARGS=()
 EVAL_INTERVAL_ARGS=()
+EVAL_ARGS=()
 if [[ -n "${EVAL_DATA}" ]]; then
+  EVAL_INTERVAL_ARGS=(--eval-interval "${EVAL_INTERVAL}")
   EVAL_ARGS=(--eval-prompt-data hotpotqa "${EVAL_DATA}" --n-samples-per-eval-prompt 1
     --eval-temperature "${EVAL_TEMPERATURE}" --eval-top-p "${EVAL_TOP_P}")
-  EVAL_INTERVAL_ARGS=(--eval-interval "${EVAL_INTERVAL}")
 fi
 # The only flags that differ between the hosts: slime's SGLang engines take --sglang-*, vime's
 # vLLM engines --vllm-* (vLLM's own engine flags, prefixed). The hooks find the router through
@@ -115,8 +118,8 @@ else
 fi
 
 # The job's command line: the entry, then every group in this order. Each group's owner is the parser
-# of its flags (megatron: Megatron-LM's own; host: slime's or vime's; user: EXTRA_BACKEND_ARGS and
-# EXTRA_ARGS, which Python split into the words EXTRA_BACKEND and EXTRA).
+# of its flags (megatron: Megatron-LM's own, those the host only re-defaults included; host: slime's
+# or vime's; user: EXTRA_BACKEND_ARGS and EXTRA_ARGS, split by Python into EXTRA_BACKEND and EXTRA).
 ARGS=()
 FLAG_DATA=(mem_agent-launch-flags/1 entry "${ENTRY}")
 group() { # group NAME OWNER WORDS...
@@ -128,19 +131,21 @@ group MODEL_ARGS megatron "${MODEL_ARGS[@]}"
 group CKPT_ARGS host "${CKPT_ARGS[@]}"
 group SAVE_ARGS megatron "${SAVE_ARGS[@]}"
 group ROLLOUT_ARGS host "${ROLLOUT_ARGS[@]}"
+group BATCH_ARGS megatron "${BATCH_ARGS[@]}"
 group CUSTOM_ARGS host "${CUSTOM_ARGS[@]}"
 group GRPO_ARGS host "${GRPO_ARGS[@]}"
+group LOSS_ARGS megatron "${LOSS_ARGS[@]}"
 group OPTIMIZER_ARGS megatron "${OPTIMIZER_ARGS[@]}"
 group PERF_ARGS megatron "${PERF_ARGS[@]}"
-group BATCH_ARGS host "${BATCH_ARGS[@]}"
+group DYNAMIC_BATCH_ARGS host "${DYNAMIC_BATCH_ARGS[@]}"
 group MISC_ARGS megatron "${MISC_ARGS[@]}"
-group EVAL_ARGS host "${EVAL_ARGS[@]}"
 group EVAL_INTERVAL_ARGS megatron "${EVAL_INTERVAL_ARGS[@]}"
+group EVAL_ARGS host "${EVAL_ARGS[@]}"
 group BACKEND_ARGS host "${BACKEND_ARGS[@]}"
-group EXTRA_BACKEND user "${EXTRA_BACKEND[@]}"
+group EXTRA_BACKEND_ARGS user "${EXTRA_BACKEND[@]}"
 group WANDB_ARGS host "${WANDB_ARGS[@]}"
 group WANDB_PROJECT_ARGS megatron "${WANDB_PROJECT_ARGS[@]}"
-group EXTRA user "${EXTRA[@]}"
+group EXTRA_ARGS user "${EXTRA[@]}"
 # PRINT_FLAGS=1: the launch as data for the preflight (NUL-terminated fields), nothing started.
 if [[ "${PRINT_FLAGS}" == 1 ]]; then
   printf '%s\0' "${FLAG_DATA[@]}"
