@@ -412,6 +412,17 @@ def test_train_decides_everything_before_it_starts_ray(live_ray):
     assert named(lines, "MEM_CHUNK_TOKENS") and not list(live_ray.state.iterdir())
 
 
+def test_train_on_an_existing_cluster_needs_its_job_api_and_starts_no_head(live_ray):
+    env = {name: value for name, value in live_ray.env.items() if not name.startswith("RAY_")}
+    address = f"http://127.0.0.1:{free_port()}"
+    absent = run_script(TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir])
+    assert [line for line in problems(absent) if f"RAY_JOB_ADDRESS={address}" in line]
+    (live_ray.state / "up").touch()  # the stand-in's job API answers
+    result = run_script(TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir])
+    assert result.returncode == 0, result.stderr
+    assert (live_ray.state / "submitted").is_file() and not (live_ray.state / "head").exists()
+
+
 def test_train_submits_again_only_while_the_job_was_never_created(live_ray):
     """A fresh head's "No available agent" is retried; a job that ran and failed is not."""
     (live_ray.state / "no_agent").touch()

@@ -158,7 +158,8 @@ if [[ "${JOIN}" == 1 ]]; then
   run ray start --address "${MASTER_ADDR}:${RAY_PORT}" --num-gpus "${GPUS_PER_NODE}" --disable-usage-stats --block
   exit 0
 fi
-# A head of our own on this node (none with USE_EXISTING_RAY=1), its dashboard on loopback.
+# A head of our own on this node (none with USE_EXISTING_RAY=1), its dashboard and job API on
+# RAY_DASHBOARD_HOST (loopback unless set).
 HEAD=()
 [[ "${USE_EXISTING_RAY}" == 1 ]] || HEAD=(ray start --head --node-ip-address "${MASTER_ADDR}" --port "${RAY_PORT}"
   --num-gpus "${GPUS_PER_NODE}" --disable-usage-stats --dashboard-host "${RAY_DASHBOARD_HOST}"
