@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from support.scripts import PROJECT_ROOT, SCRIPTS, path_without, run_script, write_eval_file, write_executable
+from support.train_launch import listed, named, problems
 
 RUN_EVAL = SCRIPTS / "run-eval.sh"
 TRAIN = SCRIPTS / "run-qwen3-4b-train.sh"
@@ -210,35 +211,35 @@ def test_train_dry_run_previews_the_launch_on_a_machine_without_ray_or_checkouts
     env = {"DRY_RUN": "1", "TRAINER_ROOT": str(tmp_path / "slime")}
     result = _script(TRAIN, env, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    (head,) = _lines(result.stdout, "setsid ray start --head")
+    (head,) = _lines(result.stdout, "ray start --head")
     assert head[-1] == "--block" and head[head.index("--dashboard-host") + 1] == "127.0.0.1"
     (job,) = _lines(result.stdout, "ray job submit")
     assert job[job.index("--") + 1 :][:2] == [sys.executable, f"{tmp_path}/slime/train.py"]
     assert "mem_agent.rollout.generate" in job and "--sglang-mem-fraction-static" in job
-    warnings = result.stderr
-    assert "warning: dry run on a machine that lacks what a real run needs" in warnings
-    for fragment in (
-        "command 'ray' not found",
-        f"TRAINER_ROOT={tmp_path}/slime: slime or vime checkout not found",
+    warnings = listed(result.stderr)
+    for prefix in (
+        "command 'ray' ",
+        f"TRAINER_ROOT={tmp_path}/slime:",
         "MEGATRON_PATH=",
-        f"HF_CKPT={tmp_path}/models/Qwen3-4B",
+        f"HF_CKPT={tmp_path}/models/Qwen3-4B:",
         "TORCH_DIST=",
         "TRAIN_DATA=",
-        "HOST_TRAINER is unknown without the checkout: the commands below assume slime",
+        "HOST_TRAINER ",
     ):
-        assert fragment in warnings, fragment
-    assert "error:" not in warnings and not (tmp_path / "mem_agent_runs").exists()
+        assert [line for line in warnings if line.startswith(prefix)], prefix
+    assert "error:" not in result.stderr and not (tmp_path / "mem_agent_runs").exists()
     real = _script(TRAIN, env | {"DRY_RUN": "0"}, cwd=tmp_path)
-    assert "cannot start" in _problems(real) and real.stdout == ""
+    assert problems(real) and real.stdout == ""
 
 
 def test_train_dry_run_still_refuses_values_that_cannot_work(tmp_path):
     env = {"DRY_RUN": "1", "MEM_CHUNK_TOKENS": "0", "LR": "fast"}
-    err = _problems(_script(TRAIN, env, cwd=tmp_path))
-    assert "MEM_CHUNK_TOKENS=0 must be a positive integer" in err and "LR=fast must be a number > 0" in err
+    lines = problems(_script(TRAIN, env, cwd=tmp_path))
+    assert named(lines, "MEM_CHUNK_TOKENS") and named(lines, "LR") and len(lines) == 2, lines
 
 
 def test_train_refuses_settings_its_mode_would_ignore(tmp_path):
+    """Each setting the chosen mode ignores is named, once, judged on what the user set."""
     env = {
         "DRY_RUN": "1",
         "HOST_TRAINER": "vime",
@@ -249,20 +250,14 @@ def test_train_refuses_settings_its_mode_would_ignore(tmp_path):
         "USE_EXISTING_RAY": "1",
         "RAY_PORT": "6390",
     }
-    err = _problems(_script(TRAIN, env, cwd=tmp_path))
-    for fragment in (
-        "EVAL_INTERVAL is set but not used: evaluation during training is off without EVAL_DATA",
-        "SGLANG_MEM_FRACTION is set but not used: vime's rollout engines are vLLM",
-        "ACTOR_GPUS_PER_NODE is set but not used: they split the GPUs for ASYNC=1 only",
-        "WANDB_GROUP is set but not used",
-        "RAY_PORT is set but not used: USE_EXISTING_RAY=1 starts no Ray head",
-    ):
-        assert fragment in err, fragment
+    lines = problems(_script(TRAIN, env, cwd=tmp_path))
+    ignored = ("EVAL_INTERVAL", "SGLANG_MEM_FRACTION", "ACTOR_GPUS_PER_NODE", "WANDB_GROUP", "RAY_PORT")
+    assert sorted(line.split()[0] for line in lines) == sorted(ignored), lines
 
 
 def test_train_switches_must_be_0_or_1(tmp_path):
-    err = _problems(_script(TRAIN, {"DRY_RUN": "yes", "KEEP_RAY": "true"}, cwd=tmp_path))
-    assert "DRY_RUN=yes must be 0 or 1" in err and "KEEP_RAY=true must be 0 or 1" in err
+    lines = problems(_script(TRAIN, {"DRY_RUN": "yes", "KEEP_RAY": "true"}, cwd=tmp_path))
+    assert named(lines, "DRY_RUN")[0].startswith("DRY_RUN=yes ") and named(lines, "KEEP_RAY"), lines
 
 
 # ---- prepare-eval-data.sh, convert-to-hf.sh, demo.sh -------------------------------------------

@@ -65,10 +65,12 @@ def test_local_servers_bind_to_loopback_by_default(tiny_model_path):
 
 
 def test_scripts_default_to_loopback_for_every_listener():
+    from mem_agent.launch.train_settings import TrainSettings
+
     scripts = PROJECT_ROOT / "examples" / "mem_agent"
     assert "HOST=${HOST:-127.0.0.1}" in (scripts / "run-eval.sh").read_text()
     train = (scripts / "run-qwen3-4b-train.sh").read_text()
-    assert "RAY_DASHBOARD_HOST=${RAY_DASHBOARD_HOST:-127.0.0.1}" in train and "0.0.0.0" not in train
+    assert TrainSettings().ray_dashboard_host == "127.0.0.1" and "0.0.0.0" not in train
 
 
 def test_the_settings_object_never_holds_a_secret():

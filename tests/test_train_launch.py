@@ -2,27 +2,30 @@
 
 The training launch is checked through its dry run (the trainers need GPUs) and through its live
 path with a stand-in `ray` that behaves like a head started with --block, so that the stop policy
-(only the session this script started, SIGKILL after a grace period) runs for real. Every run
-starts from the minimal environment of support/scripts.py, with fake checkouts beside it.
+(only the session the launch started, SIGKILL after a grace period, also when the script itself is
+killed) runs for real. Every run starts from the minimal environment of support/scripts.py, with
+fake checkouts beside it. Assertions are on exit codes, commands, flags, the variable a problem
+names and the files written.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from mem_agent.launch.train_plan import runtime_env_json
+from mem_agent.launch.train_settings import TrainSettings
 from mem_agent.serving.processes import free_port
 from mem_agent.settings.config import MemAgentConfig
 from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, dump_prompt_file
@@ -31,14 +34,13 @@ from support.scripts import (
     PROJECT_ROOT,
     SCRIPTS,
     TrainerFiles,
-    run_command,
     run_script,
-    write_executable,
+    script_env,
     write_live_ray,
     write_trainer_files,
 )
+from support.train_launch import TRAIN, command, flags, named, problems, runtime_env, submitted, trainer_argv
 
-TRAIN = SCRIPTS / "run-qwen3-4b-train.sh"
 SECRET = "wandb-secret-value-0123456789"
 QWEN3_4B_MODEL_ARGS = (
     "--swiglu --num-layers 36 --hidden-size 2560 --ffn-hidden-size 9728 --num-attention-heads 32 "
@@ -46,14 +48,14 @@ QWEN3_4B_MODEL_ARGS = (
     "--rotary-base 1000000 --disable-bias-linear --normalization RMSNorm --norm-epsilon 1e-6 "
     "--vocab-size 151936 --qk-layernorm"
 )
-HOOKS = (
-    "--custom-generate-function-path mem_agent.rollout.generate",
-    "--custom-rm-path mem_agent.rollout.reward",
-    "--custom-reward-post-process-path mem_agent.rollout.reward_post_process",
-    "--custom-convert-samples-to-train-data-path mem_agent.custom_convert.convert_samples_to_train_data",
-    "--custom-rollout-log-function-path mem_agent.rollout_log.log_rollout",
-    "--custom-eval-rollout-log-function-path mem_agent.rollout_log.log_eval_rollout",
-)
+HOOKS = {
+    "--custom-generate-function-path": "mem_agent.rollout.generate",
+    "--custom-rm-path": "mem_agent.rollout.reward",
+    "--custom-reward-post-process-path": "mem_agent.rollout.reward_post_process",
+    "--custom-convert-samples-to-train-data-path": "mem_agent.custom_convert.convert_samples_to_train_data",
+    "--custom-rollout-log-function-path": "mem_agent.rollout_log.log_rollout",
+    "--custom-eval-rollout-log-function-path": "mem_agent.rollout_log.log_eval_rollout",
+}
 
 
 @pytest.fixture
@@ -67,71 +69,74 @@ def _train(trainer: TrainerFiles, host: str, *, cwd: Path = PROJECT_ROOT, **extr
     return run_script(TRAIN, env, cwd=cwd, bin_dirs=[trainer.bin_dir])
 
 
-def _submitted(output: str) -> list[str]:
-    line = next(line for line in output.splitlines() if line.startswith("ray job submit"))
-    return shlex.split(line)
-
-
-def _runtime_env(argv: list[str]) -> dict[str, str]:
-    return json.loads(argv[argv.index("--runtime-env-json") + 1])["env_vars"]
-
-
 @pytest.mark.parametrize(
-    ("host", "backend", "other_prefix"),
-    [
-        ("slime", "--sglang-mem-fraction-static 0.7 --sglang-server-concurrency 64", "--vllm-"),
-        ("vime", "--vllm-gpu-memory-utilization 0.7 --vllm-server-concurrency 64", "--sglang-"),
-    ],
+    ("host", "engine", "other"), [("slime", "--sglang-", "--vllm-"), ("vime", "--vllm-", "--sglang-")]
 )
-def test_train_dry_run_prints_the_memagent_grpo_job_for_each_host(trainer, host, backend, other_prefix):
+def test_train_dry_run_prints_the_memagent_grpo_job_for_each_host(trainer, host, engine, other):
     result = _train(trainer, host)
     assert result.returncode == 0, result.stderr
-    argv = _submitted(result.stdout)
-    flags = " ".join(argv)
-    for expected in (
-        *HOOKS,
-        QWEN3_4B_MODEL_ARGS,
-        "--input-key prompt --label-key label --metadata-key metadata",
-        "--n-samples-per-prompt 16",
-        "--num-rollout 100 --rollout-batch-size 128",
-        "--rollout-temperature 1.0 --rollout-max-response-len 1024 --global-batch-size 128",
-        "--advantage-estimator grpo --use-kl-loss --kl-loss-coef 0.001 --kl-loss-type low_var_kl",
-        "--entropy-coef 0 --eps-clip 0.2 --eps-clip-high 0.2",
-        "--optimizer adam --lr 1e-6 --lr-warmup-iters 320",
-        "--use-dynamic-batch-size --max-tokens-per-gpu 9216",
-        "--actor-num-nodes 1 --actor-num-gpus-per-node 8 --colocate",
-        f"--rollout-num-gpus-per-engine 1 {backend}",
-        f"--hf-checkpoint {trainer.env()['HF_CKPT']} --ref-load {trainer.env()['TORCH_DIST']}",
-        f"--load {trainer.env()['SAVE_PATH']} --save {trainer.env()['SAVE_PATH']}",
-    ):
-        assert expected in flags, expected
-    assert other_prefix not in flags, "only the host's own backend flags"
-    assert "--untie-embeddings-and-output-weights" not in flags, "Qwen3-4B ties its embeddings"
-    assert "--apply-chat-template" not in flags and "--use-wandb" not in flags
-    assert argv[argv.index("--") + 2] == f"{trainer.checkout(host)}/train.py"
-    assert argv[argv.index("--address") + 1] == "http://127.0.0.1:8265"
-    assert f"host trainer: {host}" in result.stdout
+    job = submitted(result.stdout)
+    found = flags(job)
+    paths = trainer.env()
+    expected = {
+        **{flag: (path,) for flag, path in HOOKS.items()},
+        "--input-key": ("prompt",),
+        "--label-key": ("label",),
+        "--metadata-key": ("metadata",),
+        "--n-samples-per-prompt": ("16",),
+        "--num-rollout": ("100",),
+        "--rollout-batch-size": ("128",),
+        "--rollout-temperature": ("1.0",),
+        "--rollout-max-response-len": ("1024",),
+        "--global-batch-size": ("128",),
+        "--advantage-estimator": ("grpo",),
+        "--use-kl-loss": (),
+        "--kl-loss-coef": ("0.001",),
+        "--kl-loss-type": ("low_var_kl",),
+        "--entropy-coef": ("0",),
+        "--eps-clip": ("0.2",),
+        "--eps-clip-high": ("0.2",),
+        "--lr": ("1e-6",),
+        "--lr-warmup-iters": ("320",),
+        "--use-dynamic-batch-size": (),
+        "--max-tokens-per-gpu": ("9216",),
+        "--actor-num-nodes": ("1",),
+        "--actor-num-gpus-per-node": ("8",),
+        "--colocate": (),
+        "--rollout-num-gpus-per-engine": ("1",),
+        f"{engine}server-concurrency": ("64",),
+        "--hf-checkpoint": (paths["HF_CKPT"],),
+        "--ref-load": (paths["TORCH_DIST"],),
+        "--load": (paths["SAVE_PATH"],),
+        "--save": (paths["SAVE_PATH"],),
+    }
+    assert {flag: found.get(flag) for flag in expected} == expected
+    assert QWEN3_4B_MODEL_ARGS in " ".join(job)
+    assert not [flag for flag in found if flag.startswith(other)], "only the host's own engine flags"
+    assert "--untie-embeddings-and-output-weights" not in found, "Qwen3-4B ties its embeddings"
+    assert "--apply-chat-template" not in found and "--use-wandb" not in found
+    assert job[job.index("--") + 2] == f"{trainer.checkout(host)}/train.py"
+    assert job[job.index("--address") + 1] == "http://127.0.0.1:8265"
 
 
-def test_train_starts_a_loopback_ray_head_in_its_own_session(trainer):
-    result = _train(trainer, "slime")
-    head = next(shlex.split(line) for line in result.stdout.splitlines() if line.startswith("setsid ray start"))
+def test_train_starts_a_loopback_ray_head(trainer):
+    head = command(_train(trainer, "slime").stdout, "ray start --head")
     assert head[head.index("--dashboard-host") + 1] == "127.0.0.1"
     assert head[head.index("--node-ip-address") + 1] == "127.0.0.1"
-    assert head[head.index("--temp-dir") + 1].startswith("/") and "--block" in head
+    assert head[head.index("--temp-dir") + 1].startswith("/") and head[-1] == "--block"
     assert not trainer.ray_calls.exists(), "a dry run never calls ray"
 
 
 def test_train_runtime_env_forwards_only_the_mem_settings_the_user_set(trainer):
     result = _train(trainer, "vime", MEM_CHUNK_TOKENS="4000", MEM_MODE="rememr1", MEM_SHARED_DATA="/data")
-    env = _runtime_env(_submitted(result.stdout))
+    env = runtime_env(submitted(result.stdout))
     assert {k: v for k, v in env.items() if k.startswith("MEM_")} == {"MEM_CHUNK_TOKENS": "4000", "MEM_MODE": "rememr1"}
     assert env["PYTHONPATH"].split(":") == [
         trainer.env()["MEGATRON_PATH"],
         str(trainer.checkout("vime")),
         str(SCRIPTS.parent),
     ]
-    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1" and env["PYTHONUNBUFFERED"] == "1"
 
 
 def test_train_sends_the_template_file_as_an_absolute_path(trainer, tmp_path):
@@ -153,56 +158,67 @@ def test_train_sends_the_template_file_as_an_absolute_path(trainer, tmp_path):
     (folder / "prompts.toml").write_text(text)
     result = _train(trainer, "slime", cwd=folder, MEM_PROMPTS="prompts.toml")
     assert result.returncode == 0, result.stderr
-    assert _runtime_env(_submitted(result.stdout))["MEM_PROMPTS"] == str(folder / "prompts.toml")
+    assert runtime_env(submitted(result.stdout))["MEM_PROMPTS"] == str(folder / "prompts.toml")
 
 
 def test_train_forwards_every_setting_python_declares():
-    """The shell has no list of its own: Python's settings decide what reaches the workers."""
+    """The script has no list of its own: Python's settings decide what reaches the workers."""
     fields = MemAgentConfig.model_fields.values()
     values = {f.alias: str(f.default if not isinstance(f.default, bool) else int(f.default)) for f in fields}
     values = {env: value or "/set/by/the/user" for env, value in values.items()}  # an empty value is unset
-    script = f"source {shlex.quote(str(SCRIPTS / '_common.sh'))}; mem_env_json"
-    result = run_command(["bash", "-c", script], values)
-    assert result.returncode == 0, result.stderr
-    forwarded = json.loads(result.stdout)["env_vars"]
-    assert {k: v for k, v in forwarded.items() if k.startswith("MEM_")} == values
+    forwarded = runtime_env_json(TrainSettings(), values | {"WANDB_API_KEY": SECRET, "MEM_SHARED_DATA": "/d"})
+    env = json.loads(forwarded)["env_vars"]
+    assert {k: v for k, v in env.items() if k.startswith("MEM_")} == values
+    assert SECRET not in forwarded
 
 
 def test_train_never_shows_the_wandb_key(trainer):
     result = _train(trainer, "slime", WANDB_PROJECT="memagent", MEM_MAX_MEMORY="512")
     assert result.returncode == 0, result.stderr
-    argv = _submitted(result.stdout)
-    flags = " ".join(argv)
-    assert "--use-wandb --wandb-group qwen3-4b-memagent" in flags and "--wandb-project memagent" in flags
-    assert "WANDB_API_KEY" not in _runtime_env(argv), "a runtime env is logged by Ray and visible in ps"
+    job = submitted(result.stdout)
+    found = flags(job)
+    assert found["--use-wandb"] == () and found["--wandb-project"] == ("memagent",)
+    assert found["--wandb-group"] == ("qwen3-4b-memagent",)
+    assert "WANDB_API_KEY" not in runtime_env(job), "a runtime env is logged by Ray and visible in ps"
     assert SECRET not in result.stdout + result.stderr
-    assert "WANDB_API_KEY=<set>" in result.stdout
 
 
 def test_train_appends_extra_args_as_words_at_the_end(trainer):
-    result = _train(trainer, "vime", EXTRA_ARGS="--use-tis --tis-clip 2", EXTRA_BACKEND_ARGS="--vllm-enforce-eager")
-    argv = _submitted(result.stdout)
-    assert argv[-4:] == ["--vllm-enforce-eager", "--use-tis", "--tis-clip", "2"]
+    result = _train(trainer, "vime", EXTRA_ARGS="--use-tis  --tis-clip\t2", EXTRA_BACKEND_ARGS="--vllm-enforce-eager")
+    assert submitted(result.stdout)[-4:] == ["--vllm-enforce-eager", "--use-tis", "--tis-clip", "2"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("EXTRA_ARGS", "--use-tis\n--tis-clip 2"), ("EXTRA_BACKEND_ARGS", "--a\r--b"), ("TEMPERATURE", "1e999")],
+    ids=["newline", "carriage-return", "infinite"],
+)
+def test_train_refuses_a_value_that_would_be_cut_or_is_not_finite(trainer, name, value):
+    """A line break would silently drop what follows it from the job; 1e999 is infinity."""
+    lines = problems(_train(trainer, "slime", **{name: value}))
+    assert len(named(lines, name)) == 1, lines
 
 
 def test_train_host_trainer_overrides_what_the_checkout_holds(trainer):
-    flags = " ".join(_submitted(_train(trainer, "slime", HOST_TRAINER="vime").stdout))
-    assert "--vllm-gpu-memory-utilization" in flags and "--sglang-" not in flags
+    found = flags(submitted(_train(trainer, "slime", HOST_TRAINER="vime").stdout))
+    assert "--vllm-gpu-memory-utilization" in found and not [f for f in found if f.startswith("--sglang-")]
 
 
 def test_train_async_mode_splits_the_gpus_and_does_not_colocate(trainer):
     (trainer.checkout("slime") / "train_async.py").write_text("")
-    argv = _submitted(_train(trainer, "slime", ASYNC="1").stdout)
-    assert argv[argv.index("--") + 2].endswith("/train_async.py") and "--colocate" not in argv
-    assert "--actor-num-gpus-per-node 4 --rollout-num-gpus 4" in " ".join(argv)
+    job = submitted(_train(trainer, "slime", ASYNC="1").stdout)
+    found = flags(job)
+    assert job[job.index("--") + 2].endswith("/train_async.py") and "--colocate" not in found
+    assert found["--actor-num-gpus-per-node"] == ("4",) and found["--rollout-num-gpus"] == ("4",)
 
 
 def test_train_eval_during_training_only_when_eval_data_is_set(trainer, tmp_path):
-    assert "--eval-interval" not in _train(trainer, "slime").stdout
+    assert "--eval-interval" not in flags(submitted(_train(trainer, "slime").stdout))
     (tmp_path / "eval.jsonl").write_text("{}\n")
-    flags = " ".join(_submitted(_train(trainer, "slime", EVAL_DATA=str(tmp_path / "eval.jsonl")).stdout))
-    assert f"--eval-prompt-data hotpotqa {tmp_path}/eval.jsonl" in flags
-    assert "--n-samples-per-eval-prompt 1 --eval-temperature 0.7 --eval-top-p 0.95" in flags
+    found = flags(submitted(_train(trainer, "slime", EVAL_DATA=str(tmp_path / "eval.jsonl")).stdout))
+    assert found["--eval-prompt-data"] == ("hotpotqa", f"{tmp_path}/eval.jsonl")
+    assert found["--eval-interval"] == ("20",) and found["--n-samples-per-eval-prompt"] == ("1",)
+    assert found["--eval-temperature"] == ("0.7",) and found["--eval-top-p"] == ("0.95",)
 
 
 def test_train_reports_every_problem_at_once_and_starts_nothing(trainer, tmp_path):
@@ -217,66 +233,92 @@ def test_train_reports_every_problem_at_once_and_starts_nothing(trainer, tmp_pat
         MEM_MAX_FINAL="-1",
         NNODES="two",
     )
-    assert result.returncode == 2
-    assert "cannot start, 5 problem(s)" in result.stderr
-    for fragment in (
+    lines = problems(result)
+    assert len(lines) == 5, lines
+    for prefix in (
         f"HF_CKPT={tmp_path}/nope",
         f"TRAIN_DATA={tmp_path}/none.jsonl",
-        "MEM_CHUNK_TOKENS=0 must be a positive integer (default 5000)",
-        "MEM_MAX_FINAL=-1 must be a positive integer (default 1024)",
-        "NNODES=two must be a positive integer",
+        "MEM_CHUNK_TOKENS=0",
+        "MEM_MAX_FINAL=-1",
+        "NNODES=two",
     ):
-        assert fragment in result.stderr, fragment
-    assert result.stderr.count("error:") == 1, "one message"
-    assert "ray start" not in result.stdout and "ray job submit" not in result.stdout
+        assert [line for line in lines if line.startswith(prefix)], prefix
     assert not (tmp_path / "ray_calls").exists() and not (tmp_path / "save").exists()
 
 
 def test_train_names_a_checkout_that_is_neither_slime_nor_vime(trainer, tmp_path):
     (tmp_path / "other").mkdir()
-    result = _train(trainer, "slime", TRAINER_ROOT=str(tmp_path / "other"))
-    assert result.returncode == 2 and "has neither a slime/ nor a vime/ package folder" in result.stderr
+    lines = problems(_train(trainer, "slime", TRAINER_ROOT=str(tmp_path / "other")))
+    assert named(lines, "TRAINER_ROOT") and named(lines, "TRAINER_ROOT")[0].startswith(f"TRAINER_ROOT={tmp_path}/other")
 
 
 def test_train_makes_relative_paths_absolute(trainer, tmp_path):
-    flags = " ".join(
-        _submitted(_train(trainer, "slime", cwd=tmp_path, TRAIN_DATA="train.jsonl", SAVE_PATH="save").stdout)
-    )
-    assert f"--prompt-data {tmp_path}/train.jsonl" in flags and f"--save {tmp_path}/save" in flags
+    found = flags(submitted(_train(trainer, "slime", cwd=tmp_path, TRAIN_DATA="train.jsonl", SAVE_PATH="save").stdout))
+    assert found["--prompt-data"] == (f"{tmp_path}/train.jsonl",) and found["--save"] == (f"{tmp_path}/save",)
 
 
 def test_train_keeps_rays_socket_paths_short(trainer, tmp_path):
     deep = str(tmp_path / ("x" * 60))
-    result = _train(trainer, "slime", SAVE_PATH=deep, TMPDIR="/tmp", RAY_PORT="6390")
-    head = next(shlex.split(line) for line in result.stdout.splitlines() if line.startswith("setsid ray start"))
+    head = command(_train(trainer, "slime", SAVE_PATH=deep, TMPDIR="/tmp", RAY_PORT="6390").stdout, "ray start --head")
     assert head[head.index("--temp-dir") + 1] == f"/tmp/ray_mem_agent_{os.getuid()}_6390"
-    result = _train(trainer, "slime", RAY_TEMP_DIR=deep)
-    assert result.returncode == 2 and f"RAY_TEMP_DIR={deep} is longer than 40 characters" in result.stderr
+    lines = problems(_train(trainer, "slime", RAY_TEMP_DIR=deep))
+    assert [line for line in lines if line.startswith(f"RAY_TEMP_DIR={deep} ")], lines
 
 
 def test_train_multi_node_needs_a_reachable_master_address(trainer):
-    result = _train(trainer, "slime", NNODES="2")
-    assert result.returncode == 2 and "NNODES=2 needs MASTER_ADDR" in result.stderr
+    lines = problems(_train(trainer, "slime", NNODES="2"))
+    assert len(lines) == 1 and "NNODES=2" in lines[0] and "MASTER_ADDR" in lines[0]
     result = _train(trainer, "slime", NNODES="2", MASTER_ADDR="10.0.0.1")
     assert result.returncode == 0, result.stderr
-    assert "MASTER_ADDR=10.0.0.1 RAY_PORT=6379 GPUS_PER_NODE=8 JOIN=1 bash" in result.stdout
-    assert "--actor-num-nodes 2" in " ".join(_submitted(result.stdout))
+    join = f"MASTER_ADDR=10.0.0.1 RAY_PORT=6379 GPUS_PER_NODE=8 JOIN=1 bash {TRAIN}"
+    assert join in result.stderr, "the command to run on the other node"
+    assert flags(submitted(result.stdout))["--actor-num-nodes"] == ("2",)
+    head = command(result.stdout, "ray start --head")
+    assert head[head.index("--node-ip-address") + 1] == "10.0.0.1"
 
 
 def test_train_on_an_existing_cluster_does_not_start_ray(trainer):
     result = _train(trainer, "vime", USE_EXISTING_RAY="1", RAY_JOB_ADDRESS="http://10.0.0.1:8265")
     assert result.returncode == 0, result.stderr
     assert "ray start" not in result.stdout
-    argv = _submitted(result.stdout)
-    assert argv[argv.index("--address") + 1] == "http://10.0.0.1:8265"
+    job = submitted(result.stdout)
+    assert job[job.index("--address") + 1] == "http://10.0.0.1:8265"
 
 
 def test_train_join_mode_joins_the_head_and_needs_its_address(trainer):
     result = _train(trainer, "slime", JOIN="1", MASTER_ADDR="10.0.0.1", GPUS_PER_NODE="4")
     assert result.returncode == 0, result.stderr
-    assert "ray start --address 10.0.0.1:6379 --num-gpus 4 --disable-usage-stats --block" in result.stdout
-    result = _train(trainer, "slime", JOIN="1")
-    assert result.returncode == 2 and "JOIN=1 needs MASTER_ADDR" in result.stderr
+    assert command(result.stdout, "ray start") == [
+        *"ray start --address 10.0.0.1:6379 --num-gpus 4 --disable-usage-stats --block".split()
+    ]
+    assert "ray job submit" not in result.stdout
+    lines = problems(_train(trainer, "slime", JOIN="1"))
+    assert len(lines) == 1 and "MASTER_ADDR" in lines[0]
+
+
+def test_print_flags_hands_the_job_to_the_preflight_as_groups_of_one_owner(trainer):
+    """PRINT_FLAGS=1: NUL-terminated fields, the format tag, the entry, then each group with its owner;
+    the groups' words in order are the job's flags word for word, the user's words in `user` groups."""
+    extra = {"EXTRA_ARGS": "--use-tis --tis-clip 2", "EXTRA_BACKEND_ARGS": "--vllm-enforce-eager"}
+    dry = _train(trainer, "vime", **extra)
+    result = _train(trainer, "vime", PRINT_FLAGS="1", **extra)
+    assert result.returncode == 0, result.stderr
+    fields = result.stdout.split("\0")
+    assert fields[-1] == "" and fields[:2] == ["mem_agent-launch-flags/1", "entry"]
+    assert fields[2] == f"{trainer.checkout('vime')}/train.py"
+    rest, groups = fields[3:-1], {}
+    while rest:
+        assert rest[0] == "group", rest[:3]
+        name, owner, count = rest[1], rest[2], int(rest[3])
+        groups[name] = (owner, rest[4 : 4 + count])
+        rest = rest[4 + count :]
+    assert {owner for owner, _ in groups.values()} == {"megatron", "host", "user"}
+    assert [word for _, words in groups.values() for word in words] == trainer_argv(submitted(dry.stdout))
+    owners = {word: owner for owner, words in groups.values() for word in words if word.startswith("--")}
+    assert owners["--load"] == owners["--save"] == owners["--save-interval"] == "megatron"
+    assert owners["--hf-checkpoint"] == owners["--ref-load"] == "host"
+    assert owners["--use-tis"] == owners["--vllm-enforce-eager"] == "user"
+    assert owners["--vllm-gpu-memory-utilization"] == "host" and owners["--tensor-model-parallel-size"] == "megatron"
 
 
 # ---- the live path, with a stand-in `ray` --------------------------------------------------------
@@ -288,6 +330,9 @@ class LiveRay:
     bin_dir: Path  # holds the stand-in `ray`
     state: Path  # where the stand-in writes the head's and its child's pids and the submitted job
     bystander: int  # a process of another session, which the stop must leave alone
+
+    def pid(self, name: str) -> int:
+        return int((self.state / name).read_text().split()[0])
 
 
 @pytest.fixture
@@ -306,8 +351,8 @@ def live_ray(trainer, tmp_path) -> Iterator[LiveRay]:
         "RAY_STOP_TIMEOUT": "2",
     }
     yield LiveRay(env, trainer.bin_dir, state, bystander.pid)
-    for name in ("head", "child"):
-        if (state / name).exists() and still_running(pid := int((state / name).read_text())):
+    for name in ("head", "child", "submissions"):
+        if (state / name).exists() and still_running(pid := int((state / name).read_text().split()[0])):
             os.kill(pid, signal.SIGKILL)
     bystander.kill()
     bystander.wait()
@@ -318,23 +363,37 @@ def _launch(live: LiveRay, **extra: str) -> subprocess.CompletedProcess[str]:
     return run_script(TRAIN, live.env | extra, bin_dirs=[live.bin_dir], timeout=120)
 
 
+def _wait_for(path: Path, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def _gone_within(pids: list[int], timeout_s: float) -> float:
+    started = time.monotonic()
+    while any(still_running(pid) for pid in pids):
+        assert time.monotonic() - started < timeout_s, [pid for pid in pids if still_running(pid)]
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
 def test_train_live_run_stops_only_the_ray_head_it_started(live_ray):
     """Everything in the head's session goes (SIGKILL after the grace period); other processes stay."""
     result = _launch(live_ray)
     assert result.returncode == 0, result.stdout + result.stderr
-    submitted = (live_ray.state / "submitted").read_text().splitlines()
-    assert submitted[:2] == ["job", "submit"] and "mem_agent.rollout.generate" in submitted
-    head, child = (int((live_ray.state / name).read_text()) for name in ("head", "child"))
-    assert "stopping the Ray head this script started" in result.stdout
-    assert not still_running(head) and not still_running(child)
+    job = (live_ray.state / "submitted").read_text().splitlines()
+    assert job[:2] == ["job", "submit"] and "mem_agent.rollout.generate" in job
+    assert not still_running(live_ray.pid("head")) and not still_running(live_ray.pid("child"))
     assert still_running(live_ray.bystander), "a process outside the head's session is untouched"
+    assert (Path(live_ray.env["SAVE_PATH"]) / "ray_head.log").is_file()
 
 
 def test_train_live_run_with_keep_ray_leaves_the_head_running(live_ray):
     result = _launch(live_ray, KEEP_RAY="1")
     assert result.returncode == 0, result.stdout + result.stderr
-    head = int((live_ray.state / "head").read_text())
-    assert still_running(head) and f"kill -TERM -- -{head}" in result.stdout
+    head = live_ray.pid("head")
+    assert still_running(head) and f"kill -TERM -- -{head}" in result.stderr
 
 
 def test_train_live_run_refuses_a_port_that_is_taken(live_ray):
@@ -342,20 +401,79 @@ def test_train_live_run_refuses_a_port_that_is_taken(live_ray):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = _launch(live_ray, RAY_PORT=str(port))
-    assert result.returncode == 2 and f"port {port} (RAY_PORT) is already in use" in result.stderr
+        lines = problems(_launch(live_ray, RAY_PORT=str(port)))
+    assert [line for line in lines if str(port) in line and "RAY_PORT" in line], lines
     assert not (live_ray.state / "head").exists()
 
 
-def test_train_builds_the_runtime_env_before_it_starts_ray(live_ray, tmp_path):
-    """A runtime env that cannot be built used to fail after the Ray head had started; now it is a
-    problem of the one message, and no head is started."""
-    real = shlex.quote(str(Path(sys.executable)))
-    python = write_executable(
-        tmp_path / "py" / "python",
-        f'#!/usr/bin/env bash\n[[ "$*" != *env_vars* ]] || {{ echo "no json here" >&2; exit 1; }}\nexec {real} "$@"\n',
+def test_train_decides_everything_before_it_starts_ray(live_ray):
+    """A bad agent setting is a problem of the one message: no head is started, nothing submitted."""
+    lines = problems(_launch(live_ray, MEM_CHUNK_TOKENS="0"))
+    assert named(lines, "MEM_CHUNK_TOKENS") and not list(live_ray.state.iterdir())
+
+
+def test_train_on_an_existing_cluster_needs_its_job_api_and_starts_no_head(live_ray):
+    env = {name: value for name, value in live_ray.env.items() if not name.startswith("RAY_")}
+    address = f"http://127.0.0.1:{free_port()}"
+    absent = run_script(TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir])
+    assert [line for line in problems(absent) if f"RAY_JOB_ADDRESS={address}" in line]
+    (live_ray.state / "up").touch()  # the stand-in's job API answers
+    result = run_script(TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir])
+    assert result.returncode == 0, result.stderr
+    assert (live_ray.state / "submitted").is_file() and not (live_ray.state / "head").exists()
+
+
+def test_train_submits_again_only_while_the_job_was_never_created(live_ray):
+    """A fresh head's "No available agent" is retried; a job that ran and failed is not."""
+    (live_ray.state / "no_agent").touch()
+    retried = _launch(live_ray)
+    assert retried.returncode == 0, retried.stderr
+    assert len((live_ray.state / "submissions").read_text().split()) == 2
+    (live_ray.state / "submissions").unlink()
+    (live_ray.state / "job_fails").touch()
+    failed = _launch(live_ray)
+    assert failed.returncode == 1 and failed.stderr.count("error:") == 1, failed.stderr
+    assert len((live_ray.state / "submissions").read_text().split()) == 1
+    assert f"ray job logs --address http://127.0.0.1:{live_ray.env['RAY_DASHBOARD_PORT']}" in failed.stderr
+    assert not still_running(live_ray.pid("head")) and not still_running(live_ray.pid("child"))
+
+
+@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+def test_killing_the_script_stops_the_head_it_started(live_ray, number, measured):
+    """SIGKILL cannot be trapped: the head's keeper sees the script go and stops the head's session
+    (its child ignores SIGTERM, so it gets SIGKILL after RAY_STOP_TIMEOUT=2 s); the job's client goes too."""
+    (live_ray.state / "hold").touch()
+    env = script_env(live_ray.env, bin_dirs=[live_ray.bin_dir])
+    script = subprocess.Popen(
+        ["bash", str(TRAIN)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    result = _launch(live_ray, PYTHON=str(python))
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "cannot build the job's runtime env (Python 3.11 needed): no json here" in result.stderr
-    assert not (live_ray.state / "head").exists() and "starting the Ray head" not in result.stdout
+    _wait_for(live_ray.state / "submissions")
+    watched = [live_ray.pid("head"), live_ray.pid("child"), live_ray.pid("submissions")]
+    os.kill(script.pid, number)
+    status = script.wait(timeout=30)
+    seconds = _gone_within(watched, 30)
+    assert still_running(live_ray.bystander)
+    assert status == -number or status == 128 + number, status
+    measured(f"train launch: head gone {seconds:.1f} s after the script's {signal.Signals(number).name}")
+    assert seconds < 2 + 10, "within the grace period plus the keeper's poll and SIGKILL's wait"
+
+
+def test_train_help_lists_every_setting():
+    result = run_script(TRAIN, {}, "--help", timeout=60)
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ") and line[2] != " "}
+    assert {info.alias for info in TrainSettings.model_fields.values()} <= listed
+
+
+def test_train_refuses_arguments_that_are_not_help(trainer):
+    result = run_script(TRAIN, trainer.env(), "--dry-run", timeout=60)
+    assert result.returncode == 2 and "--dry-run" in result.stderr and not result.stdout
+
+
+def test_train_refuses_a_mem_variable_that_is_not_a_setting(trainer):
+    assert named(problems(_train(trainer, "slime", MEM_CHUNK_SIZE="4000")), "MEM_CHUNK_SIZE")

@@ -328,10 +328,8 @@ def test_a_bad_flag_is_named_as_typed_not_as_the_setting_it_overrides():
 
 def test_updates_per_rollout_that_does_not_divide_reports_no_made_up_global_batch_size():
     result = run_script(TRAIN, {"DRY_RUN": "1", "UPDATES_PER_ROLLOUT": "7"})
-    assert _script_problems(result) == [
-        "UPDATES_PER_ROLLOUT=7 does not divide the 2048 trajectories of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)"
-    ]
-    assert "GLOBAL_BATCH_SIZE=" not in result.stderr
+    (problem,) = _script_problems(result)
+    assert problem.startswith("UPDATES_PER_ROLLOUT=7 ") and "GLOBAL_BATCH_SIZE" not in result.stderr
 
 
 def test_a_non_utf8_eval_file_is_reported_at_its_byte_offset(tmp_path):

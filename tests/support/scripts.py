@@ -213,7 +213,9 @@ def write_trainer_files(root: Path) -> TrainerFiles:
 
 _LIVE_RAY = """#!/usr/bin/env bash
 # Stand-in for `ray`: `start --head --block` stays in the foreground with a child that ignores
-# SIGTERM (like a stuck raylet); `job list` answers once the head is up; `job submit` logs its argv.
+# SIGTERM (like a stuck raylet); `job list` answers once the head is up; `job submit` logs its argv
+# and, as files in the state folder ask, fails once before the job exists (no_agent), fails after
+# creating it (job_fails) or runs until stopped (hold); `job status` answers once a job exists.
 state={state}
 case "$1 $2" in
   "start --head")
@@ -224,7 +226,14 @@ case "$1 $2" in
     wait
     ;;
   "job list") [[ -e "$state/up" ]] ;;
-  "job submit") printf '%s\\n' "$@" > "$state/submitted" ;;
+  "job submit")
+    printf '%s\\n' "$@" > "$state/submitted"
+    echo "$$" >> "$state/submissions"
+    if [[ -e "$state/no_agent" ]]; then rm "$state/no_agent"; echo "No available agent" >&2; exit 1; fi
+    if [[ -e "$state/job_fails" ]]; then touch "$state/job_created"; exit 1; fi
+    [[ ! -e "$state/hold" ]] || exec sleep 600
+    ;;
+  "job status") [[ -e "$state/job_created" ]] ;;
   *) exit 1 ;;
 esac
 """
@@ -232,7 +241,8 @@ esac
 
 def write_live_ray(bin_dir: Path, state: Path) -> Path:
     """A `ray` whose head runs until stopped: the head's pid goes to state/head, its child's
-    (which ignores SIGTERM) to state/child, the submitted job's words to state/submitted."""
+    (which ignores SIGTERM) to state/child, the submitted job's words to state/submitted and each
+    submission's pid to a line of state/submissions."""
     return write_executable(bin_dir / "ray", _LIVE_RAY.format(state=shlex.quote(str(state))))
 
 

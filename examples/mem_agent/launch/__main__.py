@@ -14,6 +14,9 @@ import sys
 # script name -> module of this room with `main(argv, environ) -> int`
 SCRIPTS = {
     "convert": "mem_agent.launch.convert",
+    "train": "mem_agent.launch.train",
+    "ray-job": "mem_agent.launch.ray_job",  # run-qwen3-4b-train.sh's live launch
+    "ray-head": "mem_agent.launch.ray_head",  # the keeper ray-job starts the head under
 }
 NEEDED = ("pydantic", "aiohttp", "orjson")
 

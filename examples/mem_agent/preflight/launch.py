@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +122,7 @@ def read_launch(
         **os.environ,
         **_scratch(workdir),
         "PRINT_FLAGS": "1",
+        "PYTHON": os.environ.get("PYTHON") or sys.executable,  # the script's checks import mem_agent
         "TRAINER_ROOT": str(root),
         "HOST_TRAINER": host,
         "HF_CKPT": hf_checkpoint,
