@@ -14,8 +14,11 @@ import sys
 # script name -> module of this room with `main(argv, environ) -> int`
 SCRIPTS = {
     "convert": "mem_agent.launch.convert",
+    "eval": "mem_agent.launch.evaluate",
+    "eval-run": "mem_agent.launch.eval_run",
+    "prepare": "mem_agent.launch.eval_data",
 }
-NEEDED = ("pydantic", "aiohttp", "orjson")
+NEEDED = ("pydantic", "aiohttp", "orjson", "numpy", "tqdm")
 
 
 def main(argv: list[str] | None = None) -> int:

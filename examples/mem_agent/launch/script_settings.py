@@ -74,7 +74,7 @@ def help_text(model: type[BaseModel], usage: str, about: str, notes: str = "") -
             section = heading
         default = shown_default(info).replace('""', "none")
         text = f"{info.description} ({describe(info)}; default: {default})"
-        lines += textwrap.wrap(text, 100, initial_indent=f"  {env_name(info):<18}", subsequent_indent=" " * 20)
+        lines += textwrap.wrap(text, 100, initial_indent=f"  {env_name(info):<18} ", subsequent_indent=" " * 21)
     if notes:
         lines += ["", textwrap.fill(" ".join(notes.split()), 100)]
     return "\n".join(lines)
