@@ -20,6 +20,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel
 
 from mem_agent.launch.problems import Problems
+from mem_agent.launch.serving import CPU_STACK_MODULE
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, INT_LIMIT, setting
 
 RULER_HQA_LENGTHS = "50 100 200 400 800 1600 3200 6400"
@@ -33,7 +34,6 @@ MODE, DATA, GPU, EVALUATOR, DEMO = (
 )
 SERVER_KNOBS = ("TP", "DP", "DP_MODE", "HOST", "PORT", "EXTRA_SERVE_ARGS", "HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT")
 DEMO_KNOBS = ("DEMO_QUESTIONS", "DEMO_MAX_MEMORY", "DEMO_MAX_FINAL")
-CPU_STACK = "mem_agent.local_stack"  # the command that serves on vLLM's CPU build, named in messages
 
 
 class Mode(enum.StrEnum):
@@ -235,7 +235,7 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
             environ,
             "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)",
         )
-        unused(SERVER_KNOBS, environ, f"the demo serves the tiny model on vLLM's CPU build ({CPU_STACK})")
+        unused(SERVER_KNOBS, environ, f"the demo serves the tiny model on vLLM's CPU build ({CPU_STACK_MODULE})")
     else:
         unused(DEMO_KNOBS, environ, "the demo runs only without MODEL_PATH and URL")
     if mode is Mode.URL:
@@ -249,7 +249,7 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
             problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
         if not on_gpus:
             why = "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by vLLM's CPU build"
-            unused(SERVER_KNOBS, environ, f"{why} ({CPU_STACK})")
+            unused(SERVER_KNOBS, environ, f"{why} ({CPU_STACK_MODULE})")
     if not (mode is Mode.SERVE and settings.dry_run):
         why = "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews"
         unused(["NUM_GPUS"], environ, f"{why}; a real run uses the GPUs nvidia-smi lists")
