@@ -10,9 +10,9 @@ from mem_agent.common.jsonstream import (
     DataFormatError,
     count_json_array_items,
     iter_json_array,
+    main,
     write_json_array_atomic,
 )
-from mem_agent.jsonstream import main
 
 ITEMS = [
     {"index": i, "context": "x" * (i * 97), "answers": ["a", "b"], "n": [1.5, True, None, 12345678901234]}

@@ -204,10 +204,10 @@ def test_prompt_templates_are_the_same_ids_with_either_loader(folder, thinking):
 
 
 def test_the_training_hooks_use_the_light_tokenizer_with_transformers_prompts(fresh_settings):
-    from mem_agent import rollout
+    from mem_agent.host import hook_config
 
     folder = ensure_tiny_qwen3()
-    agent = rollout._agent(str(folder), rollout.settings())
+    agent = hook_config.agent_for(str(folder), hook_config.settings())
     assert isinstance(agent.tokenizer, LightTokenizer)
     hf = load_tokenizer(folder, TokenizerBackend.TRANSFORMERS)
     reference = builtin_prompts(hf, AgentMode.MEMAGENT)
@@ -359,15 +359,16 @@ def test_an_unreadable_tokenizer_file_is_a_one_line_error_of_the_command(tmp_pat
 def test_mem_tokenizer_selects_the_loader_of_the_hooks_and_the_commands(tmp_path, monkeypatch, fresh_settings):
     """MEM_TOKENIZER is read once, with the other settings, and passed to the loader from there."""
     from mem_agent import rollout
+    from mem_agent.host import hook_config
     from mem_agent.inference.agent_flags import build_agent
 
     folder = _variant(tmp_path)
     monkeypatch.setenv("MEM_TOKENIZER", "transformers")
-    assert not isinstance(rollout._agent(str(folder), rollout.settings()).tokenizer, LightTokenizer)
+    assert not isinstance(hook_config.agent_for(str(folder), hook_config.settings()).tokenizer, LightTokenizer)
     assert not isinstance(build_agent(str(folder), MemAgentConfig.from_env()).tokenizer, LightTokenizer)
     monkeypatch.setenv("MEM_TOKENIZER", "light")
     rollout.reset_caches()
-    assert isinstance(rollout._agent(str(folder), rollout.settings()).tokenizer, LightTokenizer)
+    assert isinstance(hook_config.agent_for(str(folder), hook_config.settings()).tokenizer, LightTokenizer)
     assert isinstance(build_agent(str(folder), MemAgentConfig.from_env()).tokenizer, LightTokenizer)
 
 

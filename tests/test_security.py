@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import PROJECT_ROOT
 
 from mem_agent.launch.eval_settings import EvalSettings
-from mem_agent.serving.local_stack import StackSettings, router_argv, vllm_cpu_argv
+from mem_agent.serving.cpu_stack import StackSettings, router_argv, vllm_cpu_argv
 
 TOKEN_PATTERNS = {
     "Hugging Face token": re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),

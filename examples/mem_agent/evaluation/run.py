@@ -34,7 +34,7 @@ from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory
 from mem_agent.evaluation.files import EvalFile
-from mem_agent.evaluation.report import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
+from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import ResultStore, read_results, summarize
 from mem_agent.evaluation.run_plan import DataPlan, RunSettings, check_arguments, check_data, left_to_run, mode_facts

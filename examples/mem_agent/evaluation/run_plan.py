@@ -20,7 +20,7 @@ from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import gather, problems_to_error
 from mem_agent.evaluation.files import EvalFile, check_eval_file, file_sha256, resolve_files
-from mem_agent.evaluation.report import check_reuse, facts_known_without_a_server
+from mem_agent.evaluation.reporting import check_reuse, facts_known_without_a_server
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import completed_ids
 from mem_agent.inference.agent_flags import (

@@ -26,7 +26,7 @@ from mem_agent.serving.processes import ManagedProcess, running_in_group, start_
 
 KILL_WAIT_S = 30.0  # seconds SIGKILLed processes may take to be gone before we say they outlived it
 VLLM_SERVER = ("-m", "vllm.entrypoints.openai.api_server")  # after the interpreter: vLLM's OpenAI server
-CPU_STACK_MODULE = "mem_agent.local_stack"  # vLLM's CPU build behind vllm-router (serving/local_stack.py)
+CPU_STACK_MODULE = "mem_agent.local_stack"  # vLLM's CPU build behind vllm-router (serving/cpu_stack.py)
 CPU_STACK = ("-m", CPU_STACK_MODULE)  # after the interpreter
 
 

@@ -132,7 +132,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 def tether_command(grace_s: float = STOP_GRACE_S) -> list[str]:
     """The tether (serving/tether.py) of a command started here: `tether_command() + ["--", *argv]`."""
-    return [sys.executable, "-m", "mem_agent.tether", "--parent", str(os.getpid()), "--grace", str(grace_s)]
+    return [sys.executable, "-m", "mem_agent.serving.tether", "--parent", str(os.getpid()), "--grace", str(grace_s)]
 
 
 def start_process(
@@ -144,7 +144,7 @@ def start_process(
     grace_s: float = STOP_GRACE_S,
     pass_fds: Sequence[int] = (),
 ) -> ManagedProcess:
-    """Start `argv` in a new process group under a tether to this process (mem_agent.tether): if we
+    """Start `argv` in a new process group under a tether to this process (serving/tether.py): if we
     die, even by SIGKILL, the group is stopped within the tether's poll plus `grace_s`. Its output
     goes to `log_path`, or with None where ours goes (a command run in the foreground); `pass_fds`
     are descriptors it keeps (a run folder's lock)."""
