@@ -113,7 +113,8 @@ def test_the_dispatchers_commands_are_entry_points_and_it_is_imported_by_none():
 
 
 def test_no_two_modules_share_a_file_name():
-    """`compare.py` in two places means two files a reader can confuse; rooms choose other names."""
+    """`compare.py` in two places means two files a reader can confuse; rooms choose other names
+    (`__init__.py` and `__main__.py` are Python's names, not ours)."""
     names = Counter(path.name for path in PACKAGE.rglob("*.py") if path.name not in ("__init__.py", "__main__.py"))
     assert sorted(name for name, count in names.items() if count > 1) == []
 

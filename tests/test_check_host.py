@@ -26,8 +26,8 @@ import pytest
 from mem_agent.check_host import build_parser
 from mem_agent.preflight.failures import CheckFailed
 from mem_agent.preflight.launch import FORMAT, OWNERS, LaunchDataError, parse_launch_data
-from mem_agent.preflight.request import PreflightOptions, host_flag_words, router_address
-from mem_agent.preflight.run import run_preflight
+from mem_agent.preflight.options import PreflightOptions, host_flag_words, router_address
+from mem_agent.preflight.pipeline import run_preflight
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.proc_state import still_running

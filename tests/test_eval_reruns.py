@@ -89,7 +89,8 @@ def test_results_made_with_other_settings_are_refused_before_anything_runs(insta
 
 
 def test_the_check_flag_refuses_the_same_mismatch_without_a_server(instant_server, data_root, tmp_path, capsys):
-    """run-eval.sh calls --check before it starts vLLM, so a mismatch costs no server start."""
+    """run-eval.sh's check runs the same (evaluation/run_plan.left_to_run) before it serves, so a mismatch
+    costs no server start."""
     assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     before = sorted(p.name for p in tmp_path.iterdir())
     check = ["--output-dir", str(tmp_path), "--check", *FAST]

@@ -21,10 +21,15 @@ from typing import ClassVar
 
 import pytest
 
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.evaluation.files import check_eval_file
+from mem_agent.launch import hub_files
+from mem_agent.launch.hub_files import FetchError, fetch
 from support.scripts import (
     PROJECT_ROOT,
     SCRIPTS,
     eval_items,
+    refusal,
     run_script,
     write_trainer_files,
 )
@@ -233,9 +238,16 @@ def test_prepare_eval_data_reports_present_missing_and_invalid_files(tmp_path):
     assert table["50"][1:3] == ["present", "3"] and table["50"][3].endswith("B")
     assert table["100"][1] == "invalid" and table["200"][1:4] == ["missing", "-", "-"]
     assert table["400"][1] == "invalid"
-    assert "item 0: field 'input' must be a string" in result.stderr and "holds no items" in result.stderr
-    assert "--build-from" in result.stderr and "move it aside" in result.stderr
+    for n in (100, 400):  # each invalid file's reason: the evaluator's checker's own
+        assert f"eval_{n}.json: {_checker_says(root / f'eval_{n}.json')}\n" in result.stderr
     assert (root / "eval_100.json").exists(), "an invalid file is never deleted"
+
+
+def _checker_says(path: Path) -> str:
+    """What the one eval-file checker (evaluation/files.check_eval_file) says of a bad file."""
+    with pytest.raises(DataFormatError) as refused:
+        check_eval_file(path)
+    return str(refused.value)
 
 
 def test_prepare_eval_data_succeeds_when_every_length_is_present(tmp_path):
@@ -274,9 +286,9 @@ def test_prepare_eval_data_download_dry_run_never_shows_the_token(tmp_path):
         "HF_ENDPOINT": "https://mirror.example",
     }
     result = run_script(PREPARE, env, "--download")
-    (line,) = [shlex.split(line) for line in result.stdout.splitlines() if line.startswith("curl")]
-    assert line[-1] == "https://mirror.example/datasets/BytedTsinghua-SIA/hotpotqa/resolve/main/eval_50.json"
-    assert line[1:3] == ["--config", "-"] and "HF_TOKEN=<set>" in result.stdout
+    (line,) = [shlex.split(line) for line in result.stdout.splitlines() if line.strip().startswith("GET ")]
+    assert line[1] == "https://mirror.example/datasets/BytedTsinghua-SIA/hotpotqa/resolve/main/eval_50.json"
+    assert line[3] == str(tmp_path / "ruler" / "eval_50.json")
     assert SECRET not in result.stdout + result.stderr
     assert not (tmp_path / "ruler").exists(), "a dry run writes nothing"
 
@@ -285,7 +297,8 @@ def test_prepare_eval_data_refuses_download_and_build_together(tmp_path):
     raw = tmp_path / "raw.json"
     raw.write_text("[]")
     result = run_script(PREPARE, {"DATA_ROOT": str(tmp_path)}, "--download", "--build-from", str(raw))
-    assert result.returncode == 2 and "choose one of --download and --build-from" in result.stderr
+    (problem,) = refusal(result)
+    assert "--download" in problem and "--build-from" in problem and result.stdout == ""
 
 
 class _Hub(BaseHTTPRequestHandler):
@@ -332,11 +345,93 @@ def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, 
     table = _status_table(result.stdout)
     assert table["50"][1:3] == ["downloaded", "5"]
     assert table["100"][1] == "download failed" and table["200"][1] == "download failed"
-    assert result.returncode == 1 and "not a valid eval file" in result.stderr and "404" in result.stderr
+    reasons = {line.split(":")[0]: line for line in result.stderr.splitlines() if line.startswith("eval_")}
+    assert result.returncode == 1 and _checker_says_of(b'[{"input": "q"}]', tmp_path) in reasons["eval_100.json"]
+    assert "404" in reasons["eval_200.json"]
     assert sorted(p.name for p in root.iterdir()) == ["eval_100.json.partial", "eval_50.json"], "nothing of ours left"
     assert theirs.read_text() == "not ours"
     assert set(_Hub.auth) == {f"Bearer {token}" if token else None}
     assert SECRET not in result.stdout + result.stderr
+
+
+def _checker_says_of(content: bytes, folder: Path) -> str:
+    """The checker's reason for a file of this content, without its path (a download's temporary name)."""
+    probe = folder / "probe" / "eval_1.json"
+    probe.parent.mkdir(exist_ok=True)
+    probe.write_bytes(content)
+    return _checker_says(probe).removeprefix(f"{probe}: ")
+
+
+class _Stalling(BaseHTTPRequestHandler):
+    """Sends the headers of a large file, then nothing: a transfer that stalls."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        self.wfile.write(b"[")
+        self.wfile.flush()
+        time.sleep(30)
+
+    def log_message(self, *args):
+        pass
+
+
+class _Redirecting(BaseHTTPRequestHandler):
+    """/same redirects on this host, /away to the other host (127.0.0.2): each records the header it got."""
+
+    seen: ClassVar[dict[str, str | None]] = {}
+
+    def do_GET(self):
+        type(self).seen[f"{self.headers['Host'].split(':')[0]}{self.path}"] = self.headers.get("Authorization")
+        port = self.server.server_address[1]
+        targets = {"/same": f"http://127.0.0.1:{port}/file", "/away": f"http://127.0.0.2:{port}/file"}
+        self.send_response(302 if self.path in targets else 200)
+        if self.path in targets:
+            self.send_header("Location", targets[self.path])
+        self.end_headers()
+        self.wfile.write(b"" if self.path in targets else b"data")
+
+    def log_message(self, *args):
+        pass
+
+
+def _serving(handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1") -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_stalled_download_ends_at_its_read_timeout_after_its_retries(tmp_path):
+    server = _serving(_Stalling)
+    started = time.monotonic()
+    try:
+        with (tmp_path / "out").open("wb") as out, pytest.raises(FetchError) as failed:
+            fetch(
+                f"http://127.0.0.1:{server.server_address[1]}/eval_50.json", out, token=None, label="x", timeout_s=0.5
+            )
+    finally:
+        server.shutdown()
+    assert time.monotonic() - started < 15 and f"tried {hub_files.ATTEMPTS} times" in str(failed.value)
+
+
+def test_the_token_follows_redirects_on_its_own_host_only(tmp_path):
+    server = _serving(_Redirecting, "0.0.0.0")
+    _Redirecting.seen = {}
+    port = server.server_address[1]
+    try:
+        for path in ("/same", "/away"):
+            with (tmp_path / "out").open("wb") as out:
+                assert fetch(f"http://127.0.0.1:{port}{path}", out, token=SECRET, label="x") == 4
+    finally:
+        server.shutdown()
+    assert _Redirecting.seen == {
+        "127.0.0.1/same": f"Bearer {SECRET}",
+        "127.0.0.1/file": f"Bearer {SECRET}",
+        "127.0.0.1/away": f"Bearer {SECRET}",
+        "127.0.0.2/file": None,
+    }
 
 
 # ---- run-eval.sh and bootstrap.sh (dry runs over _common.sh) -------------------------------------

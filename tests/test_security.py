@@ -8,6 +8,7 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 
+from mem_agent.launch.eval_settings import EvalSettings
 from mem_agent.serving.cpu_stack import StackSettings, router_argv, vllm_cpu_argv
 
 TOKEN_PATTERNS = {
@@ -43,8 +44,9 @@ def test_the_scanner_would_catch_a_planted_token():
 
 
 def test_no_python_or_shell_evaluates_text():
-    """Model output and data are never executed: no eval/exec in Python; in shell only the settings
-    a script gets back from `python -m mem_agent.launch`, whose values are quoted (next test)."""
+    """Model output and data are never executed: no eval/exec in Python, no eval in shell but of the
+    settings a script's launch check prints (`eval "${settings}"`: assignments whose every value is
+    quoted by shlex.quote, launch/shell.py)."""
     offenders = []
     for path in _tracked_files():
         text = path.read_text(errors="ignore")
@@ -85,7 +87,7 @@ def test_scripts_default_to_loopback_for_every_listener():
     from mem_agent.launch.train_settings import TrainSettings
 
     scripts = PROJECT_ROOT / "examples" / "mem_agent"
-    assert "HOST=${HOST:-127.0.0.1}" in (scripts / "run-eval.sh").read_text()
+    assert EvalSettings().host == "127.0.0.1", "run-eval.sh's servers and router listen on loopback unless HOST says"
     train = (scripts / "run-qwen3-4b-train.sh").read_text()
     assert TrainSettings().ray_dashboard_host == "127.0.0.1" and "0.0.0.0" not in train
 

@@ -39,7 +39,7 @@ from support.scripts import (
     write_live_ray,
     write_trainer_files,
 )
-from support.train_launch import TRAIN, command, flags, named, problems, runtime_env, submitted, trainer_argv
+from support.train_launch import TRAIN, about, command, flags, problems, runtime_env, submitted, trainer_argv
 
 SECRET = "wandb-secret-value-0123456789"
 QWEN3_4B_MODEL_ARGS = (
@@ -196,7 +196,7 @@ def test_train_appends_extra_args_as_words_at_the_end(trainer):
 def test_train_refuses_a_value_that_would_be_cut_or_is_not_finite(trainer, name, value):
     """A line break would silently drop what follows it from the job; 1e999 is infinity."""
     lines = problems(_train(trainer, "slime", **{name: value}))
-    assert len(named(lines, name)) == 1, lines
+    assert len(about(lines, name)) == 1, lines
 
 
 def test_train_host_trainer_overrides_what_the_checkout_holds(trainer):
@@ -249,7 +249,7 @@ def test_train_reports_every_problem_at_once_and_starts_nothing(trainer, tmp_pat
 def test_train_names_a_checkout_that_is_neither_slime_nor_vime(trainer, tmp_path):
     (tmp_path / "other").mkdir()
     lines = problems(_train(trainer, "slime", TRAINER_ROOT=str(tmp_path / "other")))
-    assert named(lines, "TRAINER_ROOT") and named(lines, "TRAINER_ROOT")[0].startswith(f"TRAINER_ROOT={tmp_path}/other")
+    assert about(lines, "TRAINER_ROOT") and about(lines, "TRAINER_ROOT")[0].startswith(f"TRAINER_ROOT={tmp_path}/other")
 
 
 def test_train_makes_relative_paths_absolute(trainer, tmp_path):
@@ -409,7 +409,7 @@ def test_train_live_run_refuses_a_port_that_is_taken(live_ray):
 def test_train_decides_everything_before_it_starts_ray(live_ray):
     """A bad agent setting is a problem of the one message: no head is started, nothing submitted."""
     lines = problems(_launch(live_ray, MEM_CHUNK_TOKENS="0"))
-    assert named(lines, "MEM_CHUNK_TOKENS") and not list(live_ray.state.iterdir())
+    assert about(lines, "MEM_CHUNK_TOKENS") and not list(live_ray.state.iterdir())
 
 
 def test_train_on_an_existing_cluster_needs_its_job_api_and_starts_no_head(live_ray):
@@ -476,4 +476,4 @@ def test_train_refuses_arguments_that_are_not_help(trainer):
 
 
 def test_train_refuses_a_mem_variable_that_is_not_a_setting(trainer):
-    assert named(problems(_train(trainer, "slime", MEM_CHUNK_SIZE="4000")), "MEM_CHUNK_SIZE")
+    assert about(problems(_train(trainer, "slime", MEM_CHUNK_SIZE="4000")), "MEM_CHUNK_SIZE")

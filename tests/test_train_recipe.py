@@ -21,7 +21,7 @@ from support.host.args import host_args, parallel_config
 from support.host.sample import Sample
 from support.host.train_data import split_by_dp, token_weights
 from support.scripts import TrainerFiles, run_script, write_trainer_files
-from support.train_launch import TRAIN, flags, named, problems, submitted
+from support.train_launch import TRAIN, about, flags, problems, submitted
 
 
 @pytest.fixture
@@ -93,7 +93,7 @@ def test_a_schedule_that_would_drop_trajectories_or_an_unknown_knob_value_starts
 def test_updates_per_rollout_beside_a_global_batch_size_is_set_but_not_used(checkout):
     """GLOBAL_BATCH_SIZE decides the updates: an UPDATES_PER_ROLLOUT beside it is refused, not overridden."""
     lines = problems(dry_run(checkout, "slime", GLOBAL_BATCH_SIZE="256", UPDATES_PER_ROLLOUT="4"))
-    assert len(lines) == 1 and named(lines, "UPDATES_PER_ROLLOUT") == lines, lines
+    assert len(lines) == 1 and about(lines, "UPDATES_PER_ROLLOUT") == lines, lines
 
 
 @pytest.mark.parametrize(
@@ -110,7 +110,7 @@ def test_async_gpu_split_is_checked_with_everything_else_in_one_message(checkout
     (checkout.checkout("slime") / "train_async.py").write_text("")
     lines = problems(dry_run(checkout, "slime", ASYNC="1", MEM_CHUNK_TOKENS="0", **knobs))
     assert [line for line in lines if line.startswith(f"{named_value} ")], lines
-    assert named(lines, "MEM_CHUNK_TOKENS") and len(lines) == 2, lines
+    assert about(lines, "MEM_CHUNK_TOKENS") and len(lines) == 2, lines
 
 
 def test_help_documents_global_batch_size_in_trajectories():
@@ -189,7 +189,7 @@ def test_memagents_data_order_is_the_default_and_shuffling_a_knob(checkout):
     """MemAgent reads its training file in order (data.shuffle=False); SHUFFLE=1 asks the host to shuffle."""
     assert "--rollout-shuffle" not in flags(submitted(dry_run(checkout, "slime").stdout))
     assert flags(submitted(dry_run(checkout, "vime", SHUFFLE="1").stdout))["--rollout-shuffle"] == ()
-    assert named(problems(dry_run(checkout, "slime", SHUFFLE="yes")), "SHUFFLE")
+    assert about(problems(dry_run(checkout, "slime", SHUFFLE="yes")), "SHUFFLE")
 
 
 def _agent_settings(stderr: str) -> list[str]:

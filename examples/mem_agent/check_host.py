@@ -21,8 +21,8 @@ from pathlib import Path
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
 from mem_agent.preflight.failures import CheckFailed
-from mem_agent.preflight.request import PreflightOptions
-from mem_agent.preflight.run import run_preflight
+from mem_agent.preflight.options import PreflightOptions
+from mem_agent.preflight.pipeline import run_preflight
 
 
 def build_parser() -> argparse.ArgumentParser:

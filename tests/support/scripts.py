@@ -17,6 +17,7 @@ import atexit
 import functools
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -160,6 +161,25 @@ def run_script(
         system_path=system_path,
         timeout=timeout,
     )
+
+
+def refusal(result: subprocess.CompletedProcess[str]) -> list[str]:
+    """The problems of a script's one refusal (exit 2, one `error:` line, no traceback), one each."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("error:") == 1 and "Traceback" not in result.stderr, result.stderr
+    message = result.stderr[result.stderr.index("error:") :]  # a dry run's warnings come before it
+    return [line.removeprefix("  - ") for line in message.splitlines() if line.startswith("  - ")]
+
+
+def named(problems: Sequence[str]) -> list[str]:
+    """The variable each problem names first: `LENGTH=abc must be ...` and `TP is set but not used` name
+    LENGTH and TP."""
+    return [match.group(0) for problem in problems if (match := re.match(r"[A-Z][A-Z0-9_]*\b", problem))]
+
+
+def unused(problems: Sequence[str]) -> list[str]:
+    """The variables refused as set but not used by the chosen mode (Problems.unused, docs/settings.md)."""
+    return [problem.split()[0] for problem in problems if " is set but not used" in problem]
 
 
 # ---- the trainer side: checkouts, checkpoints, data, `ray` ----------------------------------------

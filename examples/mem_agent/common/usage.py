@@ -8,7 +8,12 @@ from typing import Any
 
 
 class UsageError(Exception):
-    """A mistake in how a command was called; reported in one line with exit status 2."""
+    """A mistake in how a command was called; reported in one line with exit status 2. `problems`
+    holds each mistake apart, for a caller that lists them (a launch script's one message)."""
+
+    def __init__(self, problems: str | Sequence[str]) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
 
 
 def gather(*checks: Callable[[], Any]) -> list[Any]:
@@ -20,16 +25,17 @@ def gather(*checks: Callable[[], Any]) -> list[Any]:
         try:
             results.append(check())
         except (UsageError, ValueError) as error:
-            problems.append(str(error))
+            # UsageError and the settings' errors keep their problems apart (`problems`)
+            problems.extend(getattr(error, "problems", None) or [str(error)])
     if problems:
-        raise UsageError("; ".join(problems))
+        raise UsageError(problems)
     return results
 
 
 def problems_to_error(problems: list[str]) -> None:
     """Raise one UsageError naming every problem, if there are any."""
     if problems:
-        raise UsageError("; ".join(problems))
+        raise UsageError(problems)
 
 
 def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:

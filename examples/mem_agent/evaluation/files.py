@@ -7,7 +7,8 @@ the run with its file, position and field (exit 2) instead of being scored as wr
 
     python -m mem_agent.evaluation.files --check eval_50.json
         prints the item count, or a one-line error (exit 2) by the rules the evaluator reads the
-        file with; prepare-eval-data.sh checks every file it fetches or builds this way.
+        file with, as prepare-eval-data.sh (launch/eval_data.py) checks every file it finds, fetches
+        or builds.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mem_agent.common.jsonstream import DataFormatError, iter_json_array
 from mem_agent.common.usage import UsageError
+
+if TYPE_CHECKING:
+    from mem_agent.evaluation.request import EvalRequest
 
 RULER_HQA_LENGTHS = (50, 100, 200, 400, 800, 1600, 3200, 6400)
 
@@ -75,7 +80,8 @@ def check_eval_file(path: Path) -> list[str]:
     """The item ids of a whole eval file, every item checked by the rules the run reads it with.
 
     The one checker of eval files: the evaluator (also its `--check`, before any server starts)
-    and prepare-eval-data.sh (`python -m mem_agent.evaluation.files --check FILE`) both call it.
+    and prepare-eval-data.sh (launch/eval_data.py, in-process; `python -m mem_agent.evaluation.files
+    --check FILE` for a person) both call it.
     Streamed, one item in memory at a time; a file with no items is an error, since a run over it
     would report success having evaluated nothing."""
     path = Path(path)
@@ -100,21 +106,22 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def resolve_files(args: argparse.Namespace, *, allow_missing: bool = False) -> list[EvalFile]:
+def resolve_files(request: EvalRequest, *, allow_missing: bool = False) -> list[EvalFile]:
     """The files the arguments name. With `allow_missing` (the evaluator's --check, run before
     the demo makes its data) files and a --data-root not made yet, or none named, are no error."""
-    paths = list(args.data)
-    if args.data_root is not None:
-        if not args.data_root.is_dir() and not (allow_missing and args.lengths and not args.data_root.exists()):
-            raise UsageError(f"--data-root {args.data_root} is not a folder")
-        lengths = args.lengths or [n for n in RULER_HQA_LENGTHS if (args.data_root / f"eval_{n}.json").is_file()]
-        paths += [args.data_root / f"eval_{n}.json" for n in lengths]
+    paths = list(request.data)
+    root = request.data_root
+    if root is not None:
+        if not root.is_dir() and not (allow_missing and request.lengths and not root.exists()):
+            raise UsageError(f"--data-root {root} is not a folder")
+        lengths = request.lengths or [n for n in RULER_HQA_LENGTHS if (root / f"eval_{n}.json").is_file()]
+        paths += [root / f"eval_{n}.json" for n in lengths]
     if not paths and not allow_missing:
         raise UsageError("nothing to evaluate: pass --data FILE ... or --data-root DIR (see prepare-eval-data.sh)")
     missing = [str(path) for path in paths if not path.is_file()]
     if missing and not allow_missing:
         raise UsageError(f"eval file(s) not found: {', '.join(missing)}")
-    files = [EvalFile(path, label_of(path), args.limit) for path in paths]
+    files = [EvalFile(path, label_of(path), request.limit) for path in paths]
     if len({file.label for file in files}) != len(files):
         raise UsageError("two eval files would share one results file; give files with distinct names")
     return files

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import socket
 import urllib.parse
@@ -170,8 +171,8 @@ def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
     problems = []
-    if args.temperature < 0:
-        problems.append(f"--temperature {args.temperature} must be >= 0")
+    if not math.isfinite(args.temperature) or args.temperature < 0:
+        problems.append(f"--temperature {args.temperature} must be a finite number >= 0")
     if not 0 < args.top_p <= 1:
         problems.append(f"--top-p {args.top_p} must be in (0, 1]")
     problems_to_error(problems)

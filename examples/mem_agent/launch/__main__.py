@@ -1,4 +1,4 @@
-"""`python -m mem_agent.launch <script> [-h | --help]`: what a shell script calls to check its settings.
+"""`python -m mem_agent.launch <name> [args]`: what a shell script calls to check its settings.
 
 Run by the scripts in examples/mem_agent/, not by hand. Prints shell assignments on stdout (see
 launch/shell.py) or every problem on stderr (exit 2).
@@ -11,14 +11,23 @@ import importlib.util
 import os
 import sys
 
-# script name -> module of this room with `main(argv, environ) -> int`
+# name -> (module of this room with `main(argv, environ) -> int`, who calls it)
 SCRIPTS = {
-    "convert": "mem_agent.launch.convert",
-    "train": "mem_agent.launch.train",
-    "ray-job": "mem_agent.launch.ray_job",  # run-qwen3-4b-train.sh's live launch
-    "ray-head": "mem_agent.launch.ray_head",  # the keeper ray-job starts the head under
+    "convert": ("mem_agent.launch.convert", "convert-to-hf.sh: settings, plan and conversion"),
+    "train": ("mem_agent.launch.train", "run-qwen3-4b-train.sh: settings and flag arrays"),
+    "ray-job": ("mem_agent.launch.ray_job", "run-qwen3-4b-train.sh: the live launch"),
+    "ray-head": ("mem_agent.launch.ray_head", "ray-job: the keeper the head runs under"),
+    "eval": ("mem_agent.launch.evaluate", "run-eval.sh: settings and flag arrays"),
+    "eval-run": ("mem_agent.launch.eval_run", "run-eval.sh: serving, the evaluator, the stop"),
+    "prepare": ("mem_agent.launch.eval_data", "prepare-eval-data.sh: the whole script"),
 }
-NEEDED = ("pydantic", "aiohttp", "orjson")
+
+
+def usage() -> str:
+    lines = ["usage: python -m mem_agent.launch <name> [args] (called by the scripts in examples/mem_agent/)", ""]
+    lines += [f"  {name:<9} {caller}" for name, (_, caller) in SCRIPTS.items()]
+    return "\n".join(lines)
+NEEDED = ("pydantic", "aiohttp", "orjson", "numpy", "tqdm")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,10 +40,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if argv[:1] in (["-h"], ["--help"]):
+        print(usage())
+        return 0
     if not argv or argv[0] not in SCRIPTS:
-        print(f"error: name a script: {', '.join(SCRIPTS)}", file=sys.stderr)
+        print(f"error: name a script: {', '.join(SCRIPTS)}\n{usage()}", file=sys.stderr)
         return 2
-    return importlib.import_module(SCRIPTS[argv[0]]).main(argv[1:], os.environ)
+    module, _ = SCRIPTS[argv[0]]
+    return importlib.import_module(module).main(argv[1:], os.environ)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import help_text, read, script_main
+from mem_agent.launch.script_settings import Switch, help_text, read, script_main
 from mem_agent.launch.shell import Value
 from mem_agent.launch.trainer_paths import TrainerPaths
 from mem_agent.settings.declared import setting
@@ -48,7 +48,7 @@ class ConvertSettings(TrainerPaths):
         section=OWN,
         gt=0,
     )
-    dry_run: bool = setting(False, "Print the commands instead of running them.", env="DRY_RUN", section=OWN)
+    dry_run: Switch = setting(False, "Print the commands instead of running them.", env="DRY_RUN", section=OWN)
 
 
 @dataclass(frozen=True)

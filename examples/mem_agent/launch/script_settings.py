@@ -1,5 +1,6 @@
 """A script's settings: declared once as a pydantic model (settings/declared.py), read from the
 environment with every problem collected, paths resolved, and the script's --help generated.
+Switches are `Switch`: 0 or 1.
 
 Path settings are written as the user would: `~/slime`, `${TRAINER_ROOT}/../Megatron-LM` (another
 setting of the same script), a relative path (made absolute: a Ray job runs in another folder).
@@ -12,9 +13,9 @@ import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
 from mem_agent.launch.shell import Value, assignments
@@ -30,6 +31,17 @@ from mem_agent.settings.declared import (
 
 M = TypeVar("M", bound=BaseModel)
 _REFERENCE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+
+
+def _zero_or_one(value: Any) -> Any:
+    """A script's switch is 0 or 1, so `DRY_RUN=yes` is refused rather than guessed at (pydantic's
+    bool alone would take yes/on/true; the MEM_* switches, read by the package, do take them)."""
+    if isinstance(value, str) and value not in ("0", "1"):
+        raise ValueError("not 0 or 1")
+    return value
+
+
+Switch = Annotated[bool, BeforeValidator(_zero_or_one)]
 
 
 def read(model: type[M], environ: Mapping[str, str], problems: Problems, *, cwd: Path | None = None) -> M:
@@ -74,7 +86,7 @@ def help_text(model: type[BaseModel], usage: str, about: str, notes: str = "") -
             section = heading
         default = shown_default(info).replace('""', "none")
         text = f"{info.description} ({describe(info)}; default: {default})"
-        lines += textwrap.wrap(text, 100, initial_indent=f"  {env_name(info):<17} ", subsequent_indent=" " * 20)
+        lines += textwrap.wrap(text, 100, initial_indent=f"  {env_name(info):<18} ", subsequent_indent=" " * 21)
     if notes:
         lines += ["", textwrap.fill(" ".join(notes.split()), 100)]
     return "\n".join(lines)

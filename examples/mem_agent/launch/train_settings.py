@@ -3,17 +3,16 @@ default, bounds, help line and section. The script has no default of its own (PY
 mode rules and derived values are in launch/train.py.
 
 Numbers go back to the script as the trainer should read them (`flag_number`): `1e-6`, not Python's
-`1e-06`. Switches take 0 or 1 only, so a `DRY_RUN=yes` is refused rather than guessed at.
+`1e-06`.
 """
 
 from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BeforeValidator
-
+from mem_agent.launch.script_settings import Switch
 from mem_agent.launch.trainer_paths import PATHS, TrainingPaths
 from mem_agent.settings.declared import setting
 
@@ -23,16 +22,6 @@ CLUSTER = "Cluster"
 PERFORMANCE = "Performance"
 LOGGING = "Logging and extras"
 PORT = "a port number (1 to 65535)"
-
-
-def _zero_or_one(value: Any) -> Any:
-    """A switch's text is 0 or 1; pydantic alone would also take yes/on/true."""
-    if isinstance(value, str) and value not in ("0", "1"):
-        raise ValueError("not 0 or 1")
-    return value
-
-
-Switch = Annotated[bool, BeforeValidator(_zero_or_one)]
 
 
 class LossWeighting(StrEnum):

@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_S = 15.0  # SIGTERM to SIGKILL, for a stop by us and for one by a tether whose parent we were
@@ -43,7 +44,9 @@ def free_port(host: str = LOOPBACK) -> int:
         return int(sock.getsockname()[1])
 
 
-def log_tail(path: Path, max_lines: int = 40) -> str:
+def log_tail(path: Path | None, max_lines: int = 40) -> str:
+    if path is None:
+        return "(no log: its output went to the console)"
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
@@ -55,7 +58,7 @@ def log_tail(path: Path, max_lines: int = 40) -> str:
 class ManagedProcess:
     name: str
     argv: list[str]
-    log_path: Path
+    log_path: Path | None  # None: its output goes where its starter's goes
     popen: subprocess.Popen[bytes] = field(repr=False)
 
     @property
@@ -127,30 +130,33 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def tether_command(grace_s: float = STOP_GRACE_S) -> list[str]:
+    """The tether (serving/tether.py) of a command started here: `tether_command() + ["--", *argv]`."""
+    return [sys.executable, "-m", "mem_agent.serving.tether", "--parent", str(os.getpid()), "--grace", str(grace_s)]
+
+
 def start_process(
-    name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
+    name: str,
+    argv: Sequence[str],
+    log_path: Path | None,
+    env: Mapping[str, str] | None = None,
+    *,
+    grace_s: float = STOP_GRACE_S,
+    pass_fds: Sequence[int] = (),
 ) -> ManagedProcess:
     """Start `argv` in a new process group under a tether to this process (serving/tether.py): if we
-    die, even by SIGKILL, the group is stopped within the tether's poll plus STOP_GRACE_S."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    tether = [
-        sys.executable,
-        "-m",
-        "mem_agent.serving.tether",
-        "--parent",
-        str(os.getpid()),
-        "--grace",
-        str(STOP_GRACE_S),
-    ]
-    with log_path.open("ab") as log:
-        popen = subprocess.Popen(
-            [*tether, "--", *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,
-        )
+    die, even by SIGKILL, the group is stopped within the tether's poll plus `grace_s`. Its output
+    goes to `log_path`, or with None where ours goes (a command run in the foreground); `pass_fds`
+    are descriptors it keeps (a run folder's lock)."""
+    options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "env": {**os.environ, **(env or {})}}
+    options |= {"start_new_session": True, "pass_fds": tuple(pass_fds)}
+    command = [*tether_command(grace_s), "--", *argv]
+    if log_path is None:
+        popen = subprocess.Popen(command, **options)
+    else:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path.open("ab") as log:
+            popen = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **options)
     return ManagedProcess(name=name, argv=list(argv), log_path=log_path, popen=popen)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mem_agent.preflight.child import run_in_child
 from mem_agent.preflight.launch import Group, Launch, Scale, read_launch
-from mem_agent.preflight.request import (
+from mem_agent.preflight.options import (
     Host,
     PreflightOptions,
     check_sizes,

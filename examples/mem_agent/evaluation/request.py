@@ -1,0 +1,128 @@
+"""What an evaluation is asked to do: the evaluator's flags, parsed once into a typed request.
+
+The parser is the one definition of the evaluator's flags: the command (`mem_agent.eval_ruler_hqa`)
+parses its own argument vector with it, and run-eval.sh's launch (launch/evaluate.py) parses the
+vector it is about to run with it, in-process, so both refuse the same mistakes with the same words.
+The request's fields carry the parser's names, so the flags shared with run_document
+(inference/agent_flags.py) read it as they read parsed arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mem_agent.agent.direct_reading import DIRECT_MODE
+from mem_agent.common.console import program_name
+from mem_agent.common.usage import UsageError
+from mem_agent.inference.agent_flags import add_agent_flags, add_sampling_flags, add_server_flags
+from mem_agent.settings.config import AgentMode
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """The evaluator's parsed flags (see `build_parser` for each one's meaning and default)."""
+
+    data: tuple[Path, ...]
+    data_root: Path | None
+    lengths: tuple[int, ...] | None
+    output_dir: Path
+    url: tuple[str, ...]
+    protocol: str
+    model: str | None
+    tokenizer: str
+    temperature: float
+    top_p: float
+    seed: int | None
+    chunk_tokens: int | None
+    max_memory: int | None
+    max_final: int | None
+    max_chunks: int | None
+    prompts: str | None
+    mode: str | None
+    context_window: int | None
+    concurrency: int
+    questions_in_flight: int
+    limit: int | None
+    force: bool
+    no_plot: bool
+    save_trajectories: bool
+    check: bool
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> EvalRequest:
+        lengths = None if args.lengths is None else tuple(args.lengths)
+        return cls(**vars(args) | {"data": tuple(args.data), "url": tuple(args.url or ()), "lengths": lengths})
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """A parser whose mistakes are a UsageError for the caller to report, not an exit of the process."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(message)
+
+
+def parse_request(argv: Sequence[str] | None = None, *, raising: bool = False) -> EvalRequest:
+    """The request an argument vector makes. A bad flag exits with status 2 and argparse's usage line,
+    as a command does; with `raising` it is a UsageError instead (a launch checking the vector)."""
+    return EvalRequest.of(build_parser(_RaisingParser if raising else argparse.ArgumentParser).parse_args(argv))
+
+
+def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser = kind(
+        prog=program_name("mem_agent.eval_ruler_hqa"),
+        description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json) and report accuracy vs length.",
+    )
+    parser.add_argument(
+        "--data", type=Path, nargs="*", default=[], help="eval files to run (any RULER-HQA-shaped JSON)"
+    )
+    parser.add_argument("--data-root", type=Path, default=None, help="folder holding eval_<N>.json files")
+    parser.add_argument(
+        "--lengths",
+        type=int,
+        nargs="*",
+        default=None,
+        help="with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..6400)",
+    )
+    parser.add_argument(
+        "--output-dir", type=Path, default=Path("runs/eval"), help="results folder (default: %(default)s)"
+    )
+    add_server_flags(parser, many=True)
+    add_sampling_flags(parser)
+    add_agent_flags(parser)
+    parser.add_argument(
+        "--mode",
+        choices=[mode.value for mode in AgentMode] + [DIRECT_MODE],
+        default=None,
+        help="memagent / rememr1: the memory agent (sets MEM_MODE); direct: the long-context baseline,"
+        " the whole document in one prompt (default: MEM_MODE, else memagent)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        help="--mode direct: the model's window in tokens, prompt and answer (MEM_MAX_FINAL) together; a longer"
+        " document keeps its first and last halves (default: max_position_embeddings in the model's config.json)",
+    )
+    parser.add_argument("--concurrency", type=int, default=256, help="requests in flight, all servers (default: 256)")
+    parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
+    parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
+    parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
+    parser.add_argument(
+        "--save-trajectories",
+        action="store_true",
+        help="also keep each item's turns (every memory written, cut or not, the answer) in"
+        " trajectories_<N>.jsonl beside results_<N>.jsonl; about 4 bytes per generated token (default: off)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the arguments, the MEM_* settings, every eval file that exists (read in full) and that"
+        " earlier results in --output-dir were made with the same answer-shaping settings, prompt file, tokenizer"
+        " and data; print 'left to run: N' (items without a finished result; ? while files are missing);"
+        " contact no server, write nothing (exit 0 or 2) (default: off)",
+    )
+    return parser

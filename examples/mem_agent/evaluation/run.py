@@ -1,0 +1,209 @@
+"""One evaluation run from its request to its exit status: checks, the output folder's lock, the
+items run (or, with every item finished, only the report rewritten), the reports written.
+
+Exit status: 0 every item answered, 1 some failed (they count as wrong), 2 bad usage or data.
+Everything that can refuse does so before the first request: the flags and settings, every eval
+file read in full, the model's tokenizer, a connection to every server, and the earlier results of
+the folder (made with the same answer-shaping settings, or refused).
+
+One writer per folder: a folder that exists is locked before anything in it is read, a new one is
+made (and locked) once the data is known to be readable. A second run is refused there (exit 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
+from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.console import program_name
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.paths import inside
+from mem_agent.common.run_folder import lock_run_folder
+from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory
+from mem_agent.evaluation.files import EvalFile
+from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
+from mem_agent.evaluation.request import EvalRequest
+from mem_agent.evaluation.results import ResultStore, read_results, summarize
+from mem_agent.evaluation.run_plan import DataPlan, RunSettings, check_arguments, check_data, left_to_run, mode_facts
+from mem_agent.inference.agent_flags import build_agent, build_direct_reader, client_settings, reach_servers
+from mem_agent.inference.client import ClientSettings
+from mem_agent.inference.client_pool import ClientPool
+from mem_agent.settings.config import ConfigError
+from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
+
+# --save-trajectories: given the reader, the output folder, the result stores and --force, what sees each
+# finished item (observability/eval_trajectories.py); a bad earlier record is a DataFormatError.
+TrajectoryKeeper = Callable[[MemoryAgent | DirectReader, Path, dict[EvalFile, ResultStore], bool], OnTrajectory]
+_REFUSALS = (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError)
+
+
+@dataclass
+class _Run:
+    """A run that passed every check: what it evaluates and with what."""
+
+    settings: RunSettings
+    plan: DataPlan
+    earlier_runs: list[dict[str, Any]]
+    facts: dict[str, Any] = field(default_factory=dict)
+    servers: list[ClientSettings] = field(default_factory=list)
+    agent: MemoryAgent | DirectReader | None = None
+    stores: dict[EvalFile, ResultStore] = field(default_factory=dict)
+
+
+def run_evaluation(request: EvalRequest, keep_trajectories: TrajectoryKeeper | None = None) -> int:
+    with contextlib.ExitStack() as folder:  # the output folder's lock, held until the reports are written
+        try:
+            run = _prepare(request, _FolderLock(request, folder))
+        except _REFUSALS as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        if run is None:
+            return 0
+        if not run.plan.left:
+            return _report_only(request, run)
+        return _evaluate(request, run, keep_trajectories)
+
+
+class _FolderLock:
+    """The output folder's lock, taken at most once and held by the run's exit stack."""
+
+    def __init__(self, request: EvalRequest, stack: contextlib.ExitStack) -> None:
+        self.request, self.stack, self.held = request, stack, False
+
+    def take(self) -> None:
+        if not self.held:
+            command = program_name("mem_agent.eval_ruler_hqa")
+            instead = "choose another --output-dir"
+            self.stack.enter_context(lock_run_folder(self.request.output_dir, command=command, instead=instead))
+            self.held = True
+
+
+def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
+    """Every check, in the order that costs least: None for --check (its count printed)."""
+    settings = check_arguments(request)
+    if request.check:
+        left = left_to_run(request, settings)
+        print(f"left to run: {'?' if left is None else left}")
+        return None
+    plan = check_data(request, settings, allow_missing=False, lock=lock.take)
+    if not plan.left:  # the model and the server are not needed
+        return _Run(settings, plan, [] if request.force else check_reuse(request.output_dir, plan.facts))
+    servers = list(settings.servers) or _server_settings(request, settings)
+    if settings.mode == DIRECT_MODE:
+        agent: MemoryAgent | DirectReader = build_direct_reader(
+            request.tokenizer, settings.config, request.context_window
+        )
+    else:
+        agent = build_agent(request.tokenizer, settings.config)
+    reach_servers(servers)
+    lock.take()
+    facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts)
+    facts |= mode_facts(request, settings.mode, agent) | {key: plan.facts[key] for key in ("data", "data_sha256")}
+    earlier_runs = [] if request.force else check_reuse(request.output_dir, facts)
+    stores = {f: ResultStore.open(inside(request.output_dir, f.results_name), force=request.force) for f in plan.files}
+    return _Run(settings, plan, earlier_runs, facts, servers, agent, stores)
+
+
+def _server_settings(request: EvalRequest, settings: RunSettings) -> list[ClientSettings]:
+    if not request.url:
+        raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
+    return [client_settings(url, request, settings.config, request.concurrency) for url in request.url]
+
+
+def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeeper | None) -> int:
+    assert run.agent is not None
+    for file, store in run.stores.items():
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
+        if store.report.kept or store.report.repaired_partial_line:
+            print(
+                f"resuming {file.path.name}: {store.report.kept} done (results of earlier runs, reused),"
+                f" {store.report.dropped_failed} failed to redo"
+            )
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    try:
+        on_trajectory = None
+        if request.save_trajectories and keep_trajectories is not None:
+            on_trajectory = keep_trajectories(run.agent, request.output_dir, run.stores, request.force)
+        evaluator, seconds = asyncio.run(_evaluate_all(request, run, on_trajectory))
+    except DataFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    reports = [
+        EvalFileReport(
+            file.label,
+            file.path,
+            summarize(read_results(store.path), run.plan.expected[file]) | {"reused": store.report.kept},
+        )
+        for file, store in run.stores.items()
+    ]
+    reused = sum(store.report.kept for store in run.stores.values())
+    facts = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
+    earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds)]
+    plot, keep_other_labels = not request.no_plot, not request.force
+    write_reports(reports, request.output_dir, earlier_runs, plot=plot, keep_other_labels=keep_other_labels)
+    _explain_failures(evaluator.reasons, list(evaluator.failed_files))
+    return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
+
+
+async def _evaluate_all(request: EvalRequest, run: _Run, on_trajectory: OnTrajectory | None) -> tuple[Evaluator, float]:
+    assert run.agent is not None
+    started = time.monotonic()
+    async with ClientPool.for_servers(run.servers, request.concurrency) as pool:
+        evaluator = Evaluator(run.agent, pool, run.settings.sampling, request.questions_in_flight, on_trajectory)
+        with tqdm(total=sum(run.plan.expected.values()), unit="q", desc="questions", dynamic_ncols=True) as progress:
+            await evaluator.run(run.plan.files, run.stores, progress)
+    return evaluator, time.monotonic() - started
+
+
+def _report_only(request: EvalRequest, run: _Run) -> int:
+    """Every item already has a finished result: the report is rewritten, nothing is started."""
+    reports = []
+    for file in run.plan.files:
+        store = ResultStore.open(inside(request.output_dir, file.results_name))  # repaired, as a run would
+        if repairs := store.report.repairs():
+            print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
+        print(f"{file.path.name}: {store.report.kept} done (results of earlier runs, reused)")
+        summary = summarize(read_results(store.path), run.plan.expected[file]) | {"reused": store.report.kept}
+        reports.append(EvalFileReport(file.label, file.path, summary))
+    total = sum(run.plan.expected.values())
+    print(f"nothing new to run: all {total} results come from earlier runs, which summary.json describes")
+    write_reports(reports, request.output_dir, run.earlier_runs, plot=not request.no_plot, keep_other_labels=True)
+    return 0
+
+
+def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:
+    """Why items failed, on the console: the commonest reasons with their counts, and where the rest is."""
+    if not reasons:
+        return
+    lines = [f"{sum(reasons.values())} item(s) failed (scored as wrong); the commonest reasons:"]
+    lines += [f"  {count} x {reason}" for reason, count in reasons.most_common(3)]
+    lines.append(f"details: the 'error' field of the failed lines in {', '.join(map(str, paths))}")
+    print("\n".join(lines), file=sys.stderr)
+
+
+def _run_facts(request: EvalRequest, evaluator: Evaluator, seconds: float) -> dict[str, Any]:
+    """How the run went, stored beside its numbers (never a secret: no tokens, no headers)."""
+    return {
+        "urls": list(request.url),
+        "protocol": request.protocol,
+        "model": request.model,
+        "concurrency": request.concurrency,
+        "questions_in_flight": request.questions_in_flight,
+        "seconds": round(seconds, 2),
+        "requests": evaluator.pool.requests_sent,
+        "retries": evaluator.pool.retries,
+    }

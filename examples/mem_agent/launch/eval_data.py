@@ -1,0 +1,250 @@
+"""prepare-eval-data.sh: which RULER-HQA eval files DATA_ROOT holds, and the missing ones fetched or built.
+
+    python -m mem_agent.launch prepare [--download | --build-from RAW.json]
+
+Every setting is checked first (all problems in one message, exit 2). Then each eval_<N>.json of
+LENGTH is checked by the evaluator's own checker (evaluation/files.check_eval_file, streamed: an
+eval_6400.json is ~450 MB); the missing ones are downloaded from MemAgent's dataset on the Hub
+(launch/hub_files.py) or built with mem_agent.build_long_context; a table gives each length's status.
+Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never
+overwritten or deleted, valid or not: a download goes to a new temporary file of its own
+(eval_<N>.json.partial.XXXXXX), renamed into place once checked.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.evaluation.files import check_eval_file
+from mem_agent.launch.eval_settings import RULER_HQA_LENGTHS, DocumentCounts
+from mem_agent.launch.hub_files import FetchError, fetch
+from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
+from mem_agent.launch.script_settings import Switch, help_text, read
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
+
+HUB, BUILD = "--download: MemAgent's eval files from the Hugging Face Hub", "--build-from RAW.json: built here"
+READY = ("present", "downloaded", "built")
+
+
+class PrepareSettings(BaseModel):
+    model_config = ENV_MODEL_CONFIG
+
+    data_root: str = setting(
+        "data/ruler_hqa", "Folder of eval_<N>.json files (as run-eval.sh's).", env="DATA_ROOT", values="a folder"
+    )
+    length: DocumentCounts = setting(
+        RULER_HQA_LENGTHS,
+        "Document counts N to check (run-eval.sh's LENGTH).",
+        env="LENGTH",
+        values='distinct positive integers, such as "50 200"',
+    )
+    lengths: DocumentCounts = setting(
+        "",
+        "Another spelling of LENGTH (the vime example's README); both set must agree.",
+        env="LENGTHS",
+        values='distinct positive integers, such as "50 200"',
+    )
+    download: Switch = setting(False, "Fetch the missing files (as --download).", env="DOWNLOAD", section=HUB)
+    hf_endpoint: str = setting("https://huggingface.co", "The Hub.", env="HF_ENDPOINT", section=HUB)
+    hf_repo: str = setting(
+        "BytedTsinghua-SIA/hotpotqa",
+        "The dataset: HF_ENDPOINT/datasets/HF_REPO/resolve/HF_REVISION/eval_<N>.json.",
+        env="HF_REPO",
+        section=HUB,
+    )
+    hf_revision: str = setting("main", "Its branch, tag or commit.", env="HF_REVISION", section=HUB)
+    build_from: str = setting(
+        "",
+        "Raw HotpotQA / 2WikiMultiHopQA rows to build the missing files from (as --build-from).",
+        env="BUILD_FROM",
+        values="a file",
+        section=BUILD,
+    )
+    num_questions: int = setting(128, "Questions per built file.", env="NUM_QUESTIONS", section=BUILD, ge=1)
+    seed: int = setting(42, "Shuffle seed of the builder.", env="SEED", section=BUILD, ge=0)
+    dry_run: Switch = setting(
+        False, "Print what would be fetched or built; fetch and build nothing.", env="DRY_RUN", section="Other"
+    )
+
+
+@dataclass
+class Status:
+    state: str  # present, missing, downloaded, built, invalid, download failed, build failed
+    items: int | None = None
+    reason: str = ""
+
+
+def plan(environ: Mapping[str, str], problems: Problems) -> PrepareSettings:
+    settings = read(PrepareSettings, environ, problems)
+    problems.dry_run = settings.dry_run
+    if not settings.download:
+        problems.unused(["HF_REPO", "HF_REVISION"], environ, "they choose what --download fetches")
+    if not settings.build_from:
+        problems.unused(["NUM_QUESTIONS", "SEED"], environ, "they shape what --build-from builds")
+    if settings.download and settings.build_from:
+        problems.problem("choose one of --download and --build-from")
+    if settings.lengths and environ.get("LENGTH", "").strip() and settings.lengths != settings.length:
+        differ = f"LENGTH='{environ['LENGTH']}' and LENGTHS='{environ['LENGTHS']}' differ"
+        problems.problem(f"{differ}: set one of them (LENGTHS is another spelling of LENGTH)")
+    if settings.build_from and not Path(settings.build_from).is_file():
+        problems.missing(f"--build-from {settings.build_from}: file not found")
+    existing = Path(settings.data_root)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        problems.problem(f"DATA_ROOT={settings.data_root}: {existing} is a file, not a folder")
+    elif (settings.download or settings.build_from) and not os.access(existing, os.W_OK):
+        problems.missing(f"DATA_ROOT={settings.data_root}: cannot write in {existing}")
+    return settings
+
+
+def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[str, str]) -> dict[str, Status]:
+    root = Path(settings.data_root)
+    status = {n: _checked(root / f"eval_{n}.json") for n in lengths}
+    absent = [n for n in lengths if status[n].state == "missing"]
+    if absent and settings.download:
+        for n in absent:
+            status[n] = _download(settings, n, environ.get("HF_TOKEN", "").strip() or None)
+    elif absent and settings.build_from:
+        status |= _build(settings, absent)
+    return status
+
+
+def _checked(path: Path, ready: str = "present", failed: str = "invalid") -> Status:
+    if not path.exists():
+        return Status("missing")
+    try:
+        return Status(ready, len(check_eval_file(path)))
+    except DataFormatError as error:
+        return Status(failed, reason=str(error))
+
+
+def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
+    name, root = f"eval_{n}.json", Path(settings.data_root)
+    url = f"{settings.hf_endpoint.rstrip('/')}/datasets/{settings.hf_repo}/resolve/{settings.hf_revision}/{name}"
+    print(f"{name}: downloading from {settings.hf_endpoint} ({settings.hf_repo})", flush=True)
+    if settings.dry_run:
+        print(f"  GET {url} -> {root / name}")
+        if token:
+            print("  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only")
+        return Status("missing")
+    root.mkdir(parents=True, exist_ok=True)
+    descriptor, partial = tempfile.mkstemp(prefix=f"{name}.partial.", dir=root)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(descriptor, 0o666 & ~umask)  # a temporary file is 0600; this one is data
+    try:
+        with os.fdopen(descriptor, "wb") as out:
+            fetch(url, out, token=token, label=name)
+        status = _checked(Path(partial), "downloaded", "download failed")
+        if status.state == "downloaded":
+            Path(partial).replace(root / name)
+            return status
+        status.reason = f"downloaded file is not a valid eval file: {status.reason}"
+        return status
+    except FetchError as error:
+        return Status("download failed", reason=str(error))
+    finally:
+        Path(partial).unlink(missing_ok=True)
+
+
+def _build(settings: PrepareSettings, absent: list[str]) -> dict[str, Status]:
+    root = Path(settings.data_root)
+    command = [
+        sys.executable,
+        "-m",
+        "mem_agent.build_long_context",
+        "--input",
+        settings.build_from,
+        "--num-docs",
+        *absent,
+    ]
+    command += ["--num-questions", str(settings.num_questions), "--seed", str(settings.seed), "--out-dir", str(root)]
+    if settings.dry_run:
+        print(shlex.join(command))
+        return {}
+    root.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(command, check=False).returncode != 0:
+        return {n: Status("build failed") for n in absent}
+    return {n: _checked(root / f"eval_{n}.json", "built", "build failed") for n in absent}
+
+
+def print_table(root: Path, status: dict[str, Status]) -> int:
+    """The table on stdout, the reasons on stderr; how many lengths are not ready."""
+    row = "{:>8} | {:<15} | {:>6} | {:>8} | {}"
+    print(row.format("length", "status", "items", "size", "file"))
+    for n, entry in status.items():
+        path = root / f"eval_{n}.json"
+        size = _human(path.stat().st_size) if path.is_file() else "-"
+        print(row.format(n, entry.state, "-" if entry.items is None else entry.items, size, path))
+    for n, entry in status.items():
+        if entry.reason:
+            print(f"eval_{n}.json: {entry.reason}", file=sys.stderr)
+    not_ready = sum(entry.state not in READY for entry in status.values())
+    if not_ready:
+        advice = "Missing files: --download (Hub access) or --build-from RAW.json."
+        print(f"{not_ready} length(s) not ready. {advice}", file=sys.stderr)
+        print("An invalid file is left as it is: move it aside, then run this again.", file=sys.stderr)
+    return not_ready
+
+
+def _human(size: float) -> str:
+    """Bytes the way `numfmt --to=iec --suffix=B` writes them: 512B, 1.5KB, 450MB."""
+    units = ["", "K", "M", "G", "T"]
+    while size >= 1024 and len(units) > 1:
+        size /= 1024
+        units.pop(0)
+    return f"{size:.1f}{units[0]}B" if units[0] and size < 10 else f"{size:.0f}{units[0]}B"
+
+
+def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
+    overrides = dict(environ)
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if word in ("-h", "--help"):
+            print(_help())
+            return 0
+        if word == "--download":
+            overrides["DOWNLOAD"] = "1"
+        elif word == "--build-from" and words:
+            overrides["BUILD_FROM"] = words.pop(0)
+        else:
+            wrong = "--build-from needs a file" if word == "--build-from" else f"unknown argument {word!r} (see --help)"
+            print(f"error: {wrong}", file=sys.stderr)
+            return 2
+    problems = Problems()
+    try:
+        settings = plan(overrides, problems)
+        problems.raise_if_any()
+    except LaunchRefused as refused:
+        print(refusal_text(refused), file=sys.stderr)
+        return 2
+    status = prepare(settings, (settings.lengths or settings.length).split(), environ)
+    return 1 if print_table(Path(settings.data_root), status) else 0
+
+
+def _help() -> str:
+    return help_text(
+        PrepareSettings,
+        "[VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download | --build-from RAW.json]"
+        " [-h | --help]",
+        "Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)"
+        " and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status"
+        " (present, missing, downloaded, built, invalid, download failed, build failed), item count and size."
+        " Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never"
+        " overwritten or deleted; a download is renamed into place only once it passed the check.",
+        "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
+        " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
+        " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
+    )

@@ -1,0 +1,277 @@
+"""run-eval.sh's settings, declared once (settings/declared.py), and the rules of its three modes.
+
+The mode follows from what is set: URL evaluates a running server; MODEL_PATH (or CONVERT=1) serves
+a model here, on the GPUs nvidia-smi lists or on vLLM's CPU build; neither is the CPU demo. A
+setting the chosen mode would ignore is a problem, judged on what the user set (`Problems.unused`).
+
+The evaluator's own flags (PROTOCOL, CONCURRENCY, ..., EXTRA_EVAL_ARGS) are declared here for their
+help line, their type and the refusal of line breaks and non-finite numbers; their bounds are the
+evaluator's, checked by its own parser and validation (launch/evaluate.py calls them in-process).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel
+
+from mem_agent.launch.problems import Problems
+from mem_agent.launch.script_settings import Switch
+from mem_agent.launch.serving import CPU_STACK_MODULE
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, INT_LIMIT, setting
+
+RULER_HQA_LENGTHS = "50 100 200 400 800 1600 3200 6400"
+DEMO_LENGTHS = "50 200"
+MODE, DATA, GPU, EVALUATOR, DEMO = (
+    "What to evaluate (the mode)",
+    "Data and output",
+    "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)",
+    "Evaluator (its own flags, checked by it: python -m mem_agent.eval_ruler_hqa --help; default: its own)",
+    "Demo only (no MODEL_PATH, no URL)",
+)
+SERVER_KNOBS = ("TP", "DP", "DP_MODE", "HOST", "PORT", "EXTRA_SERVE_ARGS", "HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT")
+DEMO_KNOBS = ("DEMO_QUESTIONS", "DEMO_MAX_MEMORY", "DEMO_MAX_FINAL")
+
+
+class Mode(enum.StrEnum):
+    DEMO = "demo"  # the tiny Qwen3 on the CPU stack, synthetic data
+    URL = "url"  # a running server or router
+    SERVE = "serve"  # a model served here: on GPUs, or on the CPU stack
+
+
+class DpMode(enum.StrEnum):
+    VLLM = "vllm"
+    ROUTER = "router"
+
+
+def _counts(text: str) -> str:
+    """Document counts as words: distinct positive integers, written plainly (what the files are named by)."""
+    words = text.split()
+    if not words or not all(re.fullmatch(r"[1-9][0-9]*", word) for word in words) or len(set(words)) != len(words):
+        raise ValueError("not distinct positive integers")
+    return " ".join(words)
+
+
+# Document counts, given as words ("50 200"): LENGTH of run-eval.sh and prepare-eval-data.sh.
+DocumentCounts = Annotated[str, AfterValidator(_counts)]
+
+
+class EvalSettings(BaseModel):
+    model_config = ENV_MODEL_CONFIG
+
+    model_path: str = setting(
+        "",
+        "Hugging Face model folder, served here; with URL it only names the tokenizer. Neither set: the CPU demo"
+        " (tiny Qwen3, synthetic data).",
+        env="MODEL_PATH",
+        values="a model folder",
+        section=MODE,
+    )
+    convert: Switch = setting(
+        False,
+        "First convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; it reads SAVE_PATH, HF_CKPT,"
+        " SINGLE_ITER (required), OUT_ROOT, TRAINER_ROOT, MEGATRON_PATH (see convert-to-hf.sh --help).",
+        env="CONVERT",
+        section=MODE,
+    )
+    url: str = setting(
+        "",
+        "Evaluate this running server or router instead of serving a model; it must answer (a connection)"
+        " before the run starts.",
+        env="URL",
+        values="an address starting with http:// or https://",
+        section=MODE,
+        pattern=r"^https?://\S+$",
+    )
+    length: DocumentCounts = setting(
+        RULER_HQA_LENGTHS,
+        f"Document counts to run (the demo's default: {DEMO_LENGTHS}).",
+        env="LENGTH",
+        values='distinct positive integers, such as "50 200"',
+        section=DATA,
+    )
+    data_root: str = setting(
+        "data/ruler_hqa",
+        "Folder with eval_<N>.json (see prepare-eval-data.sh); not the demo.",
+        env="DATA_ROOT",
+        values="a folder",
+        section=DATA,
+    )
+    save_file: str = setting(
+        "",
+        "Name of this run (default: the model folder's name; the demo: demo).",
+        env="SAVE_FILE",
+        values="a name, not a path (no '/', no leading dot)",
+        section=DATA,
+        pattern=r"^[^/.][^/]*$",
+    )
+    output_root: str = setting(
+        "runs/eval",
+        "Runs go to OUTPUT_ROOT/SAVE_FILE, and nothing of a run is written outside that folder (the demo's"
+        " default: runs). A rerun into the same folder reuses its finished results; the evaluator refuses"
+        " results made with other settings (EXTRA_EVAL_ARGS=--force redoes them). One run per folder at a time.",
+        env="OUTPUT_ROOT",
+        values="a folder",
+        section=DATA,
+    )
+    tp: int = setting(1, "Tensor-parallel size of each model replica.", env="TP", section=GPU, ge=1)
+    dp: int = setting(1, "Data-parallel replicas, DP x TP GPUs in all.", env="DP", section=GPU, ge=1)
+    dp_mode: DpMode = setting(
+        DpMode.VLLM,
+        "With DP > 1: vllm = one server with vLLM's own --data-parallel-size; router = DP servers, one per TP GPUs,"
+        " ports PORT+1 ... PORT+DP, behind vllm-router on PORT (metrics on PORT+DP+1).",
+        env="DP_MODE",
+        section=GPU,
+    )
+    host: str = setting("127.0.0.1", "Where the server (or router) listens.", env="HOST", section=GPU)
+    port: int = setting(
+        8000,
+        "The server's (or router's) port.",
+        env="PORT",
+        values="a port number (1 to 65535)",
+        section=GPU,
+        ge=1,
+        le=65535,
+    )
+    extra_serve_args: str = setting(
+        "", "More vLLM server flags, split into words.", env="EXTRA_SERVE_ARGS", values="words", section=GPU
+    )
+    serve_timeout: int = setting(
+        1800, "Seconds to wait for the servers to be healthy (also on CPU).", env="SERVE_TIMEOUT", section=GPU, ge=1
+    )
+    health_interval: int = setting(
+        5, "Seconds between two health checks of a starting server.", env="HEALTH_INTERVAL", section=GPU, ge=1
+    )
+    serve_stop_timeout: int = setting(
+        30,
+        "Seconds a stopped server or evaluator gets after SIGTERM before SIGKILL; also after this script is killed"
+        " (kill -9 included).",
+        env="SERVE_STOP_TIMEOUT",
+        section=GPU,
+        ge=1,
+    )
+    num_gpus: int | None = setting(
+        None,
+        "DRY_RUN=1 only: preview the launch on a node with this many GPUs, on any machine (default: the GPUs"
+        " nvidia-smi lists; where it lists none and a setting above is set: DP x TP).",
+        env="NUM_GPUS",
+        values="a positive integer",
+        section=GPU,
+        ge=1,
+        le=INT_LIMIT,
+    )
+    protocol: str = setting(
+        "",
+        "The evaluator's wire protocol (default: openai; vllm on the CPU stack).",
+        env="PROTOCOL",
+        values="openai, vllm or sglang",
+        section=EVALUATOR,
+    )
+    concurrency: int | None = setting(
+        None,
+        "Requests in flight (--concurrency).",
+        env="CONCURRENCY",
+        values="an integer",
+        section=EVALUATOR,
+        le=INT_LIMIT,
+    )
+    questions_in_flight: int | None = setting(
+        None,
+        "Questions at once (--questions-in-flight).",
+        env="QUESTIONS_IN_FLIGHT",
+        values="an integer",
+        section=EVALUATOR,
+        le=INT_LIMIT,
+    )
+    limit: int | None = setting(
+        None,
+        "Only the first N questions of each file (--limit).",
+        env="LIMIT",
+        values="an integer",
+        section=EVALUATOR,
+        le=INT_LIMIT,
+    )
+    temperature: float | None = setting(
+        None, "Sampling temperature (--temperature).", env="TEMPERATURE", values="a number", section=EVALUATOR
+    )
+    top_p: float | None = setting(None, "Nucleus mass (--top-p).", env="TOP_P", values="a number", section=EVALUATOR)
+    extra_eval_args: str = setting(
+        "", "More evaluator flags, split into words.", env="EXTRA_EVAL_ARGS", values="words", section=EVALUATOR
+    )
+    demo_questions: int = setting(8, "Synthetic questions per length.", env="DEMO_QUESTIONS", section=DEMO, ge=1)
+    demo_max_memory: int = setting(
+        128,
+        "--max-memory while MEM_MAX_MEMORY is unset (the CPU server samples slowly; the tiny model says nothing).",
+        env="DEMO_MAX_MEMORY",
+        values="an integer",
+        section=DEMO,
+    )
+    demo_max_final: int = setting(
+        64, "--max-final while MEM_MAX_FINAL is unset.", env="DEMO_MAX_FINAL", values="an integer", section=DEMO
+    )
+    dry_run: Switch = setting(
+        False,
+        "Print the commands instead of running them; what this machine lacks is a warning.",
+        env="DRY_RUN",
+        section="Other",
+    )
+
+    def mode(self) -> Mode:
+        if self.url:
+            return Mode.URL
+        return Mode.SERVE if self.model_path or self.convert else Mode.DEMO
+
+
+def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: Problems, on_gpus: bool) -> None:
+    """Each setting the mode would ignore that the user set is a problem, with the reason."""
+    mode = settings.mode()
+    unused = problems.unused
+    if mode is Mode.DEMO:
+        unused(
+            ["DATA_ROOT"],
+            environ,
+            "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)",
+        )
+        unused(SERVER_KNOBS, environ, f"the demo serves the tiny model on vLLM's CPU build ({CPU_STACK_MODULE})")
+    else:
+        unused(DEMO_KNOBS, environ, "the demo runs only without MODEL_PATH and URL")
+    if mode is Mode.URL:
+        if settings.convert:
+            problems.problem(
+                "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"
+            )
+        unused([*SERVER_KNOBS, "SERVE_TIMEOUT"], environ, "URL names a running server, nothing is served here")
+    if mode is Mode.SERVE:
+        if settings.convert and settings.model_path:
+            problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
+        if not on_gpus:
+            why = "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by vLLM's CPU build"
+            unused(SERVER_KNOBS, environ, f"{why} ({CPU_STACK_MODULE})")
+    if not (mode is Mode.SERVE and settings.dry_run):
+        why = "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews"
+        unused(["NUM_GPUS"], environ, f"{why}; a real run uses the GPUs nvidia-smi lists")
+    if not settings.convert:
+        unused(["SINGLE_ITER", "OUT_ROOT"], environ, "they choose the checkpoint CONVERT=1 converts")
+    if settings.dp == 1:
+        unused(["DP_MODE"], environ, "it chooses how DP > 1 replicas are served")
+    for demo, mem in (("DEMO_MAX_MEMORY", "MEM_MAX_MEMORY"), ("DEMO_MAX_FINAL", "MEM_MAX_FINAL")):
+        if environ.get(demo, "").strip():
+            unused([mem], environ, f"{demo} applies only while {mem} is unset; set one of them")
+
+
+def document_counts(settings: EvalSettings, environ: Mapping[str, str]) -> list[str]:
+    """LENGTH's counts, the demo's own where it is unset."""
+    demo_default = settings.mode() is Mode.DEMO and not environ.get("LENGTH", "").strip()
+    return (DEMO_LENGTHS if demo_default else settings.length).split()
+
+
+def run_folder(settings: EvalSettings, environ: Mapping[str, str]) -> str:
+    """OUTPUT_ROOT/SAVE_FILE with the mode's defaults, as the user wrote it (a relative folder stays relative)."""
+    demo = settings.mode() is Mode.DEMO
+    root = settings.output_root if environ.get("OUTPUT_ROOT", "").strip() or not demo else "runs"
+    name = settings.save_file or ("demo" if demo else Path(settings.model_path).name or "server")
+    return f"{root}/{name}"

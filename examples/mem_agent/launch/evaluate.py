@@ -1,0 +1,180 @@
+"""run-eval.sh: every setting checked at once, and the evaluation's launch planned.
+
+`python -m mem_agent.launch eval` reads the settings (launch/eval_settings.py), finds the node's GPUs
+(or previews NUM_GPUS in a dry run) and checks what the mode needs (launch/eval_checks.py). It builds
+the evaluator's flags and checks them with the evaluator's own parser and validation, in-process
+(evaluation/run_plan.py), which also counts the items left to run: with none left, nothing is
+served. It prints the flag arrays the script runs: DATA_ARGS and AGENT_ARGS (the evaluator's),
+SERVE_ARGS (every vLLM replica's) and LAUNCH_ARGS (the launch's own, launch/eval_run.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.request import parse_request
+from mem_agent.evaluation.run_plan import check_arguments, left_to_run
+from mem_agent.launch.eval_checks import (
+    check_demo_data,
+    check_layout,
+    check_machine,
+    model_folder,
+    node_gpus,
+)
+from mem_agent.launch.eval_settings import EvalSettings, Mode, document_counts, judge_unused, run_folder
+from mem_agent.launch.problems import Problems
+from mem_agent.launch.script_settings import help_text, read, script_main
+from mem_agent.launch.serving import GpuLayout
+from mem_agent.launch.shell import Value
+
+# The evaluator's flags that settings give, (field, flag) by variable: a problem naming the flag names the variable.
+EVALUATOR_FLAGS = {
+    "CONCURRENCY": ("concurrency", "--concurrency"),
+    "QUESTIONS_IN_FLIGHT": ("questions_in_flight", "--questions-in-flight"),
+    "LIMIT": ("limit", "--limit"),
+    "TEMPERATURE": ("temperature", "--temperature"),
+    "TOP_P": ("top_p", "--top-p"),
+}
+
+
+def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
+    settings = read(EvalSettings, environ, problems)
+    problems.dry_run = settings.dry_run
+    mode = settings.mode()
+    gpus = node_gpus(settings, environ, problems) if mode is Mode.SERVE else ()
+    judge_unused(settings, environ, problems, on_gpus=bool(gpus))
+    run_dir = run_folder(settings, environ)
+    if Path(run_dir).is_symlink():
+        problems.problem(
+            f"{run_dir} is a symbolic link: a run writes only inside OUTPUT_ROOT; choose another SAVE_FILE"
+        )
+    lengths = document_counts(settings, environ)
+    model = model_folder(settings, environ, problems)
+    check_machine(settings, mode, lengths, problems)
+    layout = GpuLayout(gpus, settings.dp, settings.tp, settings.dp_mode.value, settings.host, settings.port)
+    router = check_layout(settings, layout, problems) if gpus else ""
+    data_root = f"{run_dir}/data" if mode is Mode.DEMO else settings.data_root
+    if mode is Mode.DEMO:
+        check_demo_data(Path(data_root), lengths, settings.demo_questions, problems)
+    data_args = ["--data-root", data_root, "--output-dir", run_dir, "--lengths", *lengths]
+    agent_args, owners = _agent_args(settings, environ, bool(gpus), model)
+    extra = settings.extra_eval_args.split()
+    url = settings.url or (layout.url if gpus else "")
+    left = _check_evaluator([*data_args, *agent_args, *(["--url", url] if url else [])], extra, owners, problems)
+    serving = "gpu" if gpus else "cpu" if mode is Mode.SERVE else mode.value
+    launch = ["--run-dir", run_dir, "--serving", serving, "--left-to-run", "?" if left is None else str(left)]
+    launch += ["--serve-timeout", str(settings.serve_timeout), "--stop-timeout", str(settings.serve_stop_timeout)]
+    launch += ["--dry-run"] if settings.dry_run else []
+    launch += ["--convert", environ["SINGLE_ITER"].strip()] if settings.convert and model else []
+    demo = ["--demo-questions", str(settings.demo_questions), "--demo-lengths", *lengths]
+    launch += {Mode.URL: ["--url", url], Mode.DEMO: demo}.get(mode, [])
+    if mode is Mode.SERVE:
+        launch += _gpu_launch(settings, layout, router) if gpus else ["--model", model]
+    serve = ["--model", model, "--host", settings.host, "--tensor-parallel-size", str(settings.tp)]
+    return {
+        "DATA_ARGS": data_args,
+        "AGENT_ARGS": [*agent_args, *extra],
+        "SERVE_ARGS": [*serve, *settings.extra_serve_args.split()],
+        "LAUNCH_ARGS": launch,
+    }
+
+
+def _agent_args(
+    settings: EvalSettings, environ: Mapping[str, str], on_gpus: bool, model: str
+) -> tuple[list[str], dict[str, str]]:
+    """The evaluator's agent and sampling flags: the protocol, the evaluator flags that are set (as
+    typed), the demo's token caps, the model's tokenizer; and which setting gave each."""
+    mode = settings.mode()
+    on_cpu_stack = mode is Mode.DEMO or (mode is Mode.SERVE and not on_gpus)  # vLLM with --enable-scale-out
+    args = ["--protocol", settings.protocol or ("vllm" if on_cpu_stack else "openai")]
+    owners = {"--protocol": f"PROTOCOL={settings.protocol}"} if settings.protocol else {}
+    for name, (field, flag) in EVALUATOR_FLAGS.items():
+        if getattr(settings, field) is not None:
+            args += [flag, environ[name].strip()]
+            owners[flag] = f"{name}={environ[name].strip()}"
+    if mode is Mode.DEMO:
+        for mem, demo, flag in (
+            ("MEM_MAX_MEMORY", "DEMO_MAX_MEMORY", "--max-memory"),
+            ("MEM_MAX_FINAL", "DEMO_MAX_FINAL", "--max-final"),
+        ):
+            if not environ.get(mem, "").strip():
+                value = str(getattr(settings, demo.lower()))
+                args += [flag, value]
+                owners[flag] = f"{demo}={value}"
+    if model:
+        args += ["--tokenizer", model]
+    return args, owners
+
+
+def _check_evaluator(own: list[str], extra: list[str], owners: dict[str, str], problems: Problems) -> int | None:
+    """The evaluator's own parser and checks over the flags it will run with (`own`, then EXTRA_EVAL_ARGS'
+    words), in-process; the data is read (in full) only once every other setting is right. Items left
+    to run; None while unknown."""
+    try:
+        try:
+            request = parse_request([*own, *extra], raising=True)
+        except UsageError as error:  # argparse stops at its first mistake: the rest is checked without it
+            _report(error, owners, extra, problems)
+            if not extra:
+                return None
+            request = parse_request(own, raising=True)
+        arguments = check_arguments(request)
+        if problems.found:
+            return None
+        with contextlib.redirect_stdout(sys.stderr):  # its notes are for a person: stdout holds only assignments
+            return left_to_run(request, arguments)
+    except (UsageError, ValueError) as error:
+        if not problems.found or str(error) not in problems.found[-1]:  # not the parser's mistake once more
+            _report(error, owners, extra, problems)
+        return None
+
+
+def _report(error: Exception, owners: dict[str, str], extra: Sequence[str], problems: Problems) -> None:
+    for problem in getattr(error, "problems", None) or [str(error)]:
+        problems.problem(_named(problem, owners, extra))
+
+
+def _named(problem: str, owners: dict[str, str], extra: Sequence[str]) -> str:
+    """The evaluator's problem, led by the variable that gave the flag it names."""
+    for flag, owner in owners.items():
+        if _mentions(problem, flag):
+            return f"{owner}: {problem}"
+    if any(_mentions(problem, word) for word in extra if word.startswith("-")):
+        return f"EXTRA_EVAL_ARGS={' '.join(extra)}: {problem}"
+    return problem
+
+
+def _mentions(text: str, flag: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+
+
+def _gpu_launch(settings: EvalSettings, layout: GpuLayout, router: str) -> list[str]:
+    launch = ["--gpus", ",".join(layout.gpus), "--dp", str(settings.dp), "--tp", str(settings.tp)]
+    launch += ["--dp-mode", layout.dp_mode, "--host", settings.host, "--port", str(settings.port)]
+    launch += ["--health-interval", str(settings.health_interval)]
+    return [*launch, "--router", router] if router else launch
+
+
+def _help() -> str:
+    return help_text(
+        EvalSettings,
+        "[VAR=value ...] bash examples/mem_agent/run-eval.sh [-h | --help]",
+        "RULER-HQA evaluation of a memory agent: every setting is checked before anything starts, all problems in"
+        " one message; a setting the chosen mode does not use is one of them (DATA_ROOT in the demo, TP with URL)."
+        " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
+        "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
+        " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"
+        " anything starts; a rerun with nothing left to run starts no server, and one with other LENGTH values keeps"
+        " the earlier lengths in summary.json and the plot. PYTHON: the interpreter with mem-agent installed"
+        " (default: VENV/bin/python, VENV defaulting to the checkout's .venv made by scripts/bootstrap.sh; else"
+        " python3).",
+    )
+
+
+def main(argv: list[str], environ: Mapping[str, str]) -> int:
+    return script_main(argv, environ, help_page=_help, plan=_plan)
