@@ -24,6 +24,7 @@ from mem_agent.evaluation.results import read_results
 from support.scripts import SCRIPTS, run_script
 
 PREPARE = SCRIPTS / "prepare-eval-data.sh"
+RUN_EVAL = SCRIPTS / "run-eval.sh"
 
 QUESTIONS = 4
 FAST = ["--chunk-tokens", "512", "--max-memory", "24", "--max-final", "16", "--temperature", "0", "--seed", "1"]
@@ -257,3 +258,21 @@ def test_prepare_downloads_the_corpus_first_and_checks_its_sha256(tmp_path, corp
     assert right.returncode == 0, right.stderr
     assert _prepare_table(right.stdout)["12800"][1:3] == ["downloaded", str(QUESTIONS)]
     assert hashlib.sha256((tmp_path / "b" / "hotpotqa_dev.json").read_bytes()).hexdigest() == sha
+
+
+def test_run_eval_takes_the_over_a_million_lengths_with_their_corpus(instant_server, index_root, tmp_path):
+    """LENGTH="12800 25600" as any other: each file read in full with its corpus before anything starts."""
+    root = tmp_path / "data"
+    root.mkdir()
+    shutil.copy(index_root / "hotpotqa_dev.json", root)
+    for count in (12800, 25600):
+        shutil.copy(index_root / "eval_20.json", root / f"eval_{count}.json")
+    env = {"URL": instant_server, "DATA_ROOT": str(root), "LENGTH": "12800 25600", "DRY_RUN": "1"}
+    env |= {"OUTPUT_ROOT": str(tmp_path / "runs")}
+    result = run_script(RUN_EVAL, env)
+    assert result.returncode == 0, result.stderr
+    (evaluate,) = [line for line in result.stdout.splitlines() if "-m mem_agent.eval_ruler_hqa" in line]
+    assert "--lengths 12800 25600" in evaluate
+    (root / "hotpotqa_dev.json").unlink()
+    missing = run_script(RUN_EVAL, env)
+    assert missing.returncode == 2 and str(root / "hotpotqa_dev.json") in missing.stderr
