@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -23,7 +24,7 @@ __all__ = ["SpilledArray", "spill"]
 class SpilledArray:
     """A one-dimensional array read by slices: `len`, `shape`, `dtype` and `a[start:stop]` (a copy)."""
 
-    def __init__(self, handle, length: int, dtype: np.dtype) -> None:
+    def __init__(self, handle: BinaryIO, length: int, dtype: np.dtype) -> None:
         self._handle = handle
         self._length = length
         self.dtype = np.dtype(dtype)
