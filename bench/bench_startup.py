@@ -1,19 +1,17 @@
 """Benchmark 6: start-up, from process start to the first request (or to a loaded tokenizer).
 
 A user who runs the evaluator or `run_document` waits for everything the process does before its
-first request: the interpreter, imports, the tokenizer, the prompt templates, reading the data.
-The server here answers at once (an aiohttp app on loopback, in this process, that records when
-each request arrives), so what is measured is the client alone. The training hook's first call
-loads the tokenizer too, in the rollout worker of a trainer. Side by side, in rotating order,
-each path with each tokenizer loader (`MEM_TOKENIZER`: `light`, tokenizer.json read with
-`tokenizers` and the chat template rendered by our own Jinja2 code; `transformers`,
-`AutoTokenizer`):
+first request: the interpreter, imports, the tokenizer (transformers' `AutoTokenizer`, which
+imports torch), the prompt templates, reading the data. The server here answers at once (an
+aiohttp app on loopback, in this process, that records when each request arrives), so what is
+measured is the client alone. The training hook's first call loads the tokenizer too, in the
+rollout worker of a trainer. Side by side, in rotating order:
 
-- `evaluator/<loader>`: `eval_ruler_hqa`, one question of a one-chunk document, start to first request;
-- `run_document/<loader>`: the same document, start to first request;
-- `hook/<loader>`: a fresh process that imports the hook module (`mem_agent.rollout`) and builds the agent
+- `evaluator`: `eval_ruler_hqa`, one question of a one-chunk document, start to first request;
+- `run_document`: the same document, start to first request;
+- `hook`: a fresh process that imports the hook module (`mem_agent.rollout`) and builds the agent
   its first call builds (the tokenizer load), start to agent ready;
-- `hook_in_host/<loader>`: the same in a process that first does what slime's rollout worker does before
+- `hook_in_host`: the same in a process that first does what slime's rollout worker does before
   it calls the hook (imports torch, loads the policy's tokenizer with `AutoTokenizer`), from then
   to agent ready: what the hook adds to a real host;
 - the floors, what a loader reading tokenizer.json with `tokenizers` alone (no transformers, the
@@ -44,7 +42,6 @@ from aiohttp import web
 from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 
 TARGET_S = 6.0  # evaluator and run_document, process start to first request
-LOADERS = ("light", "transformers")
 HOST_TARGET_S = 1.5  # what the hook adds to a trainer's rollout worker
 MINIMAL_CLIENT = Path(__file__).resolve().parent / "minimal_client.py"
 ANSWER_IDS = [59, 79075, 90, 54, 92]  # a few ordinary ids; the client only needs a well-formed reply
@@ -122,7 +119,6 @@ class Client:
     """One command measured: `request` ones until their first request, the others until they print."""
 
     argv: list[str]
-    env: dict[str, str]
     request: bool = True
 
 
@@ -147,8 +143,8 @@ def ready_s(argv: list[str], env: dict[str, str]) -> float:
     return instants[-1] - (instants[0] if len(instants) > 1 else started)
 
 
-def clients(url: str, work: Path, loaders: tuple[str, ...]) -> dict[str, Client]:
-    """The commands compared, by name: the floors, then each path with each loader."""
+def clients(url: str, work: Path) -> dict[str, Client]:
+    """The commands compared, by name: the floors, then each path."""
     document = work / "document.txt"
     document.write_text(DOCUMENT)
     data = work / "eval_1.json"
@@ -160,49 +156,32 @@ def clients(url: str, work: Path, loaders: tuple[str, ...]) -> dict[str, Client]
     run_document = [*python, "mem_agent.run_document", "--question", QUESTION, "--document", str(document), *flags]
     tokenizer_json = str(bundled_qwen3_dir() / "tokenizer.json")
     found: dict[str, Client] = {
-        "minimal": Client([sys.executable, str(MINIMAL_CLIENT), url, tokenizer_json], dict(os.environ)),
-        "minimal_load": Client([sys.executable, "-c", _LOAD_CHILD, tokenizer_json], dict(os.environ), request=False),
+        "minimal": Client([sys.executable, str(MINIMAL_CLIENT), url, tokenizer_json]),
+        "minimal_load": Client([sys.executable, "-c", _LOAD_CHILD, tokenizer_json], request=False),
     }
-    for loader in loaders:
-        env = {**os.environ, "MEM_TOKENIZER": loader}
-        found[f"evaluator/{loader}"] = Client(evaluator, env)
-        found[f"run_document/{loader}"] = Client([*run_document, "--quiet"], env)
-        for where in ("hook", "hook_in_host"):
-            role = "host" if where == "hook_in_host" else "fresh"
-            argv = [sys.executable, "-c", _HOOK_CHILD, role, "bundled:qwen3", str(bundled_qwen3_dir())]
-            found[f"{where}/{loader}"] = Client(argv, env, request=False)
+    found["evaluator"] = Client(evaluator)
+    found["run_document"] = Client([*run_document, "--quiet"])
+    for where in ("hook", "hook_in_host"):
+        role = "host" if where == "hook_in_host" else "fresh"
+        argv = [sys.executable, "-c", _HOOK_CHILD, role, "bundled:qwen3", str(bundled_qwen3_dir())]
+        found[where] = Client(argv, request=False)
     return found
 
 
 FLOORS = {"evaluator": "minimal", "run_document": "minimal", "hook": "minimal_load"}
 
 
-def _ratios(medians: dict[str, float], loaders: tuple[str, ...]) -> dict[str, float]:
-    """Each path against its floor, and (with both loaders) transformers against the light one."""
-    ratios: dict[str, float] = {}
-    for path in ("evaluator", "run_document", "hook", "hook_in_host"):
-        for loader in loaders:
-            if path in FLOORS:
-                ratios[f"{path}/{loader}_over_floor"] = round(medians[f"{path}/{loader}"] / medians[FLOORS[path]], 2)
-        if set(LOADERS) <= set(loaders):
-            ratios[f"{path}/transformers_over_light"] = round(
-                medians[f"{path}/transformers"] / medians[f"{path}/light"], 2
-            )
-    return ratios
-
-
 def run(quick: bool) -> dict:
     rounds = 1 if quick else 5
-    loaders = LOADERS[:1] if quick else LOADERS
     times: dict[str, list[float]] = {}
     with InstantServer() as server, tempfile.TemporaryDirectory(prefix="mem_agent_bench_startup_") as folder:
-        commands = clients(server.url, Path(folder), loaders)
+        commands = clients(server.url, Path(folder))
 
         def measure(name: str) -> float:
             client = commands[name]
             if client.request:
-                return first_request_s(server, client.argv, client.env)
-            return ready_s(client.argv, client.env)
+                return first_request_s(server, client.argv, dict(os.environ))
+            return ready_s(client.argv, dict(os.environ))
 
         names = list(commands)
         for name in names:  # warm the page cache: the first run of a command reads its files from disk
@@ -214,12 +193,11 @@ def run(quick: bool) -> dict:
     return {
         "server": "instant aiohttp server on loopback (answers at once), in the benchmark process",
         "rounds": rounds,
-        "loaders": list(loaders),
         "target_s": TARGET_S,
         "host_target_s": HOST_TARGET_S,
         "first_request_s": {name: [round(value, 3) for value in values] for name, values in times.items()},
         "median_s": {name: round(value, 3) for name, value in medians.items()},
-        "ratios": _ratios(medians, loaders),
+        "over_floor": {path: round(medians[path] / medians[floor], 2) for path, floor in FLOORS.items()},
     }
 
 

@@ -67,7 +67,7 @@ logger = logging.getLogger(__name__)
 
 @functools.cache
 def _agent(hf_checkpoint: str, config: MemAgentConfig) -> MemoryAgent:
-    return MemoryAgent(load_tokenizer(hf_checkpoint, config.tokenizer), config)
+    return MemoryAgent(load_tokenizer(hf_checkpoint), config)
 
 
 def reset_caches() -> None:

@@ -53,12 +53,6 @@ class CoverageRule(StrEnum):
     WORDS = "words"  # lower-cased whole words (`\w+` runs)
 
 
-class TokenizerBackend(StrEnum):
-    AUTO = "auto"
-    LIGHT = "light"
-    TRANSFORMERS = "transformers"
-
-
 class ProtocolChoice(StrEnum):
     AUTO = "auto"
     VLLM = "vllm"
@@ -75,7 +69,7 @@ class Setting:
     doc: str
     # Whether an evaluated item's result (its answer, or how the answer is scored) can depend on the
     # value: the evaluator reuses earlier results only when these are unchanged. Timeouts, retries,
-    # the wire protocol, the tokenizer loader (same ids either way) and training-only knobs cannot.
+    # the wire protocol and training-only knobs cannot.
     shapes_answers: bool = True
 
 
@@ -216,14 +210,6 @@ SETTINGS: tuple[Setting, ...] = (
         "Inference API; auto = the host trainer's.",
         shapes_answers=False,
     ),
-    Setting(
-        "MEM_TOKENIZER",
-        "tokenizer",
-        TokenizerBackend.AUTO,
-        "auto|light|transformers",
-        "Tokenizer loader; auto = light (no torch, same ids) where it can read the folder, else transformers.",
-        shapes_answers=False,
-    ),
 )
 # MemAgentConfig fields whose value an evaluated result can depend on (see Setting.shapes_answers).
 ANSWER_SHAPING_FIELDS = frozenset(setting.field for setting in SETTINGS if setting.shapes_answers)
@@ -252,7 +238,6 @@ class MemAgentConfig:
     max_retries: int = 3
     filter_max_rounds: int = 8
     protocol: ProtocolChoice = ProtocolChoice.AUTO
-    tokenizer: TokenizerBackend = TokenizerBackend.AUTO
 
     def __post_init__(self) -> None:
         for setting in SETTINGS:
@@ -392,7 +377,6 @@ _DESCRIPTIONS = {
     "response|update": "one of response, update",
     "substring|words": "one of substring, words",
     "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
-    "auto|light|transformers": "one of auto, light, transformers",
 }
 
 _BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
@@ -402,7 +386,6 @@ _ENUMS: dict[str, type[StrEnum]] = {
     "response|update": MemoryRule,
     "substring|words": CoverageRule,
     "auto|vllm|sglang|openai": ProtocolChoice,
-    "auto|light|transformers": TokenizerBackend,
 }
 
 
