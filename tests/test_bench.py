@@ -17,6 +17,7 @@ import pytest
 
 from bench import (
     bench_chunking,
+    bench_jsonstream,
     bench_linear,
     bench_memory,
     bench_overhead,
@@ -71,6 +72,18 @@ def test_startup_benchmark_times_each_path_and_its_floor(measured):
         assert math.isclose(result["over_floor"][path], medians[path] / medians[floor], abs_tol=0.02)
 
 
+def test_jsonstream_benchmark_reads_the_file_with_each_reader(measured):
+    result = bench_jsonstream.run(quick=True)
+    measured(
+        f"quick eval-file read: {result['mb_per_s']} MB/s, peak {result['peak_rss_mib']} MiB, {result['file_mb']} MB"
+    )
+    assert set(result["seconds"]) == set(bench_jsonstream.READERS) == {"ours", "ijson", "json_load"}
+    assert all(len(times) == result["rounds"] == 1 for times in result["seconds"].values())
+    assert all(peak > 0 for peak in result["peak_rss_mib"].values())
+    ratio = result["ours_time_over_json_load"]
+    assert math.isclose(ratio, result["mb_per_s"]["json_load"] / result["mb_per_s"]["ours"], rel_tol=0.05)
+
+
 def test_instant_server_records_each_arrival_and_a_failing_client_is_an_error():
     with bench_startup.InstantServer() as server:
         with pytest.raises(RuntimeError, match="exited 3 after 0 requests"):
@@ -108,6 +121,7 @@ def test_report_checks_every_target_and_flags_a_missed_one():
         "chunking": {"ratio": 1.2, "r2": 0.999},
         "memory": {"peak_rss_gib": 1.1},
         "linear": {"r2": 0.99},
+        "jsonstream": {"ours_time_over_json_load": 0.9, "json_load_peak_over_ours": 3.0},
         "startup": {
             "median_s": {"evaluator": 4.5, "run_document": 6.5, "hook_in_host": 0.8},
             "target_s": 6.0,
@@ -127,6 +141,8 @@ def test_report_checks_every_target_and_flags_a_missed_one():
         ("6 start-up", "evaluator: first request (s)"): True,
         ("6 start-up", "run_document: first request (s)"): False,
         ("6 start-up", "hook in a host: agent ready (s)"): True,
+        ("8 eval file read", "streamed / json.load, time"): True,
+        ("8 eval file read", "json.load / streamed, peak RSS"): False,
     }
 
 
