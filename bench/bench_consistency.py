@@ -35,8 +35,8 @@ from typing import Any
 from bench.row_consistency import ReferenceModel, check_rows, figures, served_dtype, step_check
 from bench.row_corruptions import CORRUPTIONS, detection
 from bench.row_rollout import TrainRow, rollout_rows
-from mem_agent.data import synthetic_qa
-from mem_agent.serving.local_stack import LocalStack, StackSettings, local_stack
+from mem_agent.data import synthetic
+from mem_agent.serving.cpu_stack import LocalStack, StackSettings, local_stack
 
 MODES = ("memagent", "rememr1")
 FLOAT32_SERVER = ("--dtype", "float32")
@@ -124,7 +124,7 @@ def run(
     """Both server dtypes: `stack` (the default bfloat16 one) and a float32 one; either is started
     here when not given (run_all shares its stack; the tests pass their own)."""
     questions, n_samples = (2, 2) if quick else (6, 4)
-    qa_rows = synthetic_qa.generate(questions, seed=0)
+    qa_rows = synthetic.generate(questions, seed=0)
     servers: dict[str, Any] = {}
     with contextlib.ExitStack() as started:
         if stack is None:

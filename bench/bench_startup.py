@@ -59,8 +59,9 @@ if sys.argv[1] == "host":
     from transformers import AutoTokenizer
     AutoTokenizer.from_pretrained(sys.argv[3])
     print(time.monotonic(), flush=True)
-from mem_agent import rollout
-rollout._agent(sys.argv[2], rollout.settings())
+from mem_agent import rollout  # the hook module the host loads
+from mem_agent.host import hook_config
+hook_config.agent_for(sys.argv[2], hook_config.settings())
 print(time.monotonic(), flush=True)
 """
 _LOAD_CHILD = """

@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from mem_agent import rollout
-from mem_agent.custom_convert import convert_samples_to_train_data, flatten
+from mem_agent.custom_convert import convert_samples_to_train_data
 from mem_agent.data.contexts import render_context
 from mem_agent.data.qa_rows import parse_row
 from mem_agent.data.train_rows import output_row
 from mem_agent.host.clients import close_clients
+from mem_agent.host.train_batch import flatten
 from mem_agent.host.trajectory_rows import info_of
 
 TESTS_DIR = Path(__file__).resolve().parents[1] / "tests"

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from mem_agent import build_long_context, rollout
-from mem_agent.data import synthetic_qa
-from mem_agent.serving.local_stack import LocalStack, StackSettings, local_stack
+from mem_agent.data import synthetic
+from mem_agent.serving.cpu_stack import LocalStack, StackSettings, local_stack
 from mem_agent.serving.tiny_model import ensure_tiny_qwen3
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
@@ -55,7 +55,7 @@ def _hotpot_rows() -> list[dict]:
 
 @functools.cache
 def _synthetic_rows() -> list[dict]:
-    return synthetic_qa.generate(SYNTHETIC_QUESTIONS, SYNTHETIC_SEED)
+    return synthetic.generate(SYNTHETIC_QUESTIONS, SYNTHETIC_SEED)
 
 
 def document_text(rows: Sequence[dict]) -> str:

@@ -3,23 +3,31 @@
 The layer table on that page is the rule, and this test reads it from there, so the page and the
 code cannot drift apart: a module imports only from its own room or a room of a lower layer; the
 top-level modules are entry points (hooks the trainers load, commands users run), which import
-rooms and never one another; nothing imports an entry point; and no two modules import each other,
-however indirectly. Imports inside functions and under TYPE_CHECKING count too: a lazy import is
-still an edge a reader has to follow.
+rooms and never one another, save the `mem-agent` dispatcher, which loads the command it is asked
+for by the module name in its COMMANDS; nothing else imports an entry point; no two modules import
+each other, however indirectly; and no two modules share a file name, so a name in a traceback or
+a review names one file. Imports inside functions and under TYPE_CHECKING count too: a lazy import
+is still an edge a reader has to follow, and so is a dispatcher's import by name.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from mem_agent import cli
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "examples" / "mem_agent"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
+DISPATCHER = "mem_agent.cli"
+# The dispatcher's edges: the command modules it imports by name, and `python -m mem_agent`'s to it.
+DISPATCH_EDGES = {DISPATCHER: set(cli.COMMANDS.values()), "mem_agent.__main__": {DISPATCHER}}
 
 
 def layer_table() -> dict[str, int]:
@@ -72,7 +80,10 @@ def room_of(module: str) -> str | None:
 def graph() -> dict[str, set[str]]:
     found = modules()
     known = set(found)
-    return {name: {other for other in imported(path, known) if other != name} for name, path in found.items()}
+    edges = {name: {other for other in imported(path, known) if other != name} for name, path in found.items()}
+    for name, commands in DISPATCH_EDGES.items():
+        edges[name] |= commands
+    return edges
 
 
 def test_the_page_names_every_room_and_no_other():
@@ -88,11 +99,23 @@ def test_imports_go_down_the_layers(module: str):
     wrong = []
     for other in sorted(graph()[module]):
         other_room = room_of(other)
-        if other_room is None and other != "mem_agent":
+        if other_room is None and other != "mem_agent" and other not in DISPATCH_EDGES.get(module, ()):
             wrong.append(f"{other} is an entry point: move what is shared into a room")
         elif room and other_room and other_room != room and layers[other_room] >= layers[room]:
             wrong.append(f"{other} ({other_room}, layer {layers[other_room]}) is not below {room} ({layers[room]})")
     assert not wrong, f"{module}: " + "; ".join(wrong)
+
+
+def test_the_dispatchers_commands_are_entry_points_and_it_is_imported_by_none():
+    """What the dispatcher may import by name is a top-level module; only `__main__` imports it."""
+    assert all(room_of(command) is None for command in DISPATCH_EDGES[DISPATCHER])
+    assert [name for name, edges in graph().items() if DISPATCHER in edges] == ["mem_agent.__main__"]
+
+
+def test_no_two_modules_share_a_file_name():
+    """`compare.py` in two places means two files a reader can confuse; rooms choose other names."""
+    names = Counter(path.name for path in PACKAGE.rglob("*.py") if path.name != "__init__.py")
+    assert sorted(name for name, count in names.items() if count > 1) == []
 
 
 def test_no_import_circles():

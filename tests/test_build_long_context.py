@@ -9,7 +9,7 @@ import pytest
 
 from mem_agent import build_long_context, synthetic_qa
 from mem_agent.common.jsonstream import iter_json_array
-from mem_agent.data import synthetic_qa as synthetic_data
+from mem_agent.data import synthetic as synthetic_data
 from mem_agent.data.qa_rows import iter_rows
 
 DOC_HEADER = re.compile(r"^Document (\d+):$", re.MULTILINE)

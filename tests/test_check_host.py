@@ -74,7 +74,12 @@ def test_host_flags_reach_the_hooks_through_the_checkouts_parser(tmp_path, engin
 
 
 BREAKS = [
-    ("slime", "sample_field_renamed", "FAIL sample: slime/utils/types.py:", "rollout_log_probs (mem_agent/rollout.py:"),
+    (
+        "slime",
+        "sample_field_renamed",
+        "FAIL sample: slime/utils/types.py:",
+        "rollout_log_probs (mem_agent/host/trajectory_samples.py:",
+    ),
     ("vime", "sample_field_renamed", "FAIL sample: vime/utils/types.py:", "declares no such field"),
     ("slime", "renamed_everywhere", "FAIL sample: slime/utils/types.py:", "rollout_log_probs"),
     ("slime", "split_key_renamed", "FAIL convert: slime/ray/rollout.py:", "emits rollout_log_probs, which the host"),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent import compare, eval_ruler_hqa
-from mem_agent.observability.compare import load_eval_run, paired_difference
+from mem_agent.observability.comparison import load_eval_run, paired_difference
 from support.scripted_engine import scripted_engine
 from support.trajectory_runs import evaluation_run
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from mem_agent.settings.config import (
-    SETTINGS,
+    ENV_NAMES,
     AgentMode,
     ConfigError,
     MemAgentConfig,
@@ -36,11 +35,14 @@ def test_rememr1_mode_defaults_to_rememr1s_budgets_below_what_the_user_sets():
     assert MemAgentConfig.from_env({}, mode="rememr1").max_memory_tokens == 2048
 
 
-def test_every_setting_maps_to_one_config_field_in_order():
-    assert [s.field for s in SETTINGS] == [f.name for f in fields(MemAgentConfig)]
-    assert len({s.env for s in SETTINGS}) == len(SETTINGS)
-    for setting in SETTINGS:
-        assert getattr(MemAgentConfig(), setting.field) == setting.default, setting.env
+def test_every_setting_has_its_own_variable_and_reads_its_default_back_from_text():
+    """What a launch script forwards is text: each declared default, written as the scripts write it,
+    parses back to the same settings."""
+    assert len(set(ENV_NAMES.values())) == len(ENV_NAMES)
+    assert all(env.startswith("MEM_") for env in ENV_NAMES.values())
+    as_text = {env: str(value).lower() for env, value in MemAgentConfig().recorded().items() if value != ""}
+    as_text = {ENV_NAMES[field]: text for field, text in as_text.items()}
+    assert MemAgentConfig.from_env(as_text) == MemAgentConfig()
 
 
 def test_values_are_read_from_the_environment():
@@ -70,38 +72,51 @@ def test_keyword_overrides_win_over_the_environment():
 
 
 @pytest.mark.parametrize(
-    ("variable", "value", "message"),
+    ("variable", "value", "default"),
     [
-        ("MEM_CHUNK_TOKENS", "0", "MEM_CHUNK_TOKENS=0 must be a positive integer (default 5000)"),
-        ("MEM_CHUNK_TOKENS", "-5", "MEM_CHUNK_TOKENS=-5 must be a positive integer (default 5000)"),
-        ("MEM_CHUNK_TOKENS", "5k", "MEM_CHUNK_TOKENS=5k must be a positive integer (default 5000)"),
-        ("MEM_MAX_MEMORY", "1.5", "MEM_MAX_MEMORY=1.5 must be a positive integer (default 1024)"),
-        ("MEM_MAX_FINAL", "0", "MEM_MAX_FINAL=0 must be a positive integer (default 1024)"),
-        ("MEM_MAX_CHUNKS", "-1", "MEM_MAX_CHUNKS=-1 must be an integer >= 0 (default 8)"),
-        ("MEM_MODE", "memgpt", "MEM_MODE=memgpt must be one of memagent, rememr1 (default memagent)"),
-        ("MEM_THINKING", "2", "MEM_THINKING=2 must be 0 or 1 (default 0)"),
-        ("MEM_REMEMR1_ALPHA", "1.2", "MEM_REMEMR1_ALPHA=1.2 must be a number between 0 and 1 (default 0.8)"),
-        ("MEM_REQUEST_TIMEOUT", "0", "MEM_REQUEST_TIMEOUT=0 must be a positive number (default 600.0)"),
-        ("MEM_MAX_RETRIES", "many", "MEM_MAX_RETRIES=many must be an integer >= 0 (default 3)"),
-        (
-            "MEM_PROTOCOL",
-            "grpc",
-            "MEM_PROTOCOL=grpc must be one of auto, vllm, sglang, openai (default auto)",
-        ),
+        ("MEM_CHUNK_TOKENS", "0", "5000"),
+        ("MEM_CHUNK_TOKENS", "-5", "5000"),
+        ("MEM_CHUNK_TOKENS", "5k", "5000"),
+        ("MEM_MAX_MEMORY", "1.5", "1024"),
+        ("MEM_MAX_FINAL", "0", "1024"),
+        ("MEM_MAX_CHUNKS", "-1", "8"),
+        ("MEM_MODE", "memgpt", "memagent"),
+        ("MEM_THINKING", "2", "0"),
+        ("MEM_REMEMR1_ALPHA", "1.2", "0.8"),
+        ("MEM_REQUEST_TIMEOUT", "0", "600.0"),
+        ("MEM_REQUEST_TIMEOUT", "inf", "600.0"),
+        ("MEM_REQUEST_TIMEOUT", "1e999", "600.0"),
+        ("MEM_REMEMR1_ALPHA", "nan", "0.8"),
+        ("MEM_MAX_RETRIES", "many", "3"),
+        ("MEM_PROTOCOL", "grpc", "auto"),
     ],
 )
-def test_bad_values_are_one_line_errors_naming_the_variable(variable, value, message):
+def test_bad_values_are_one_line_errors_naming_the_variable_and_its_default(variable, value, default):
     with pytest.raises(ConfigError) as error:
         MemAgentConfig.from_env({variable: value})
-    assert str(error.value) == message
+    [problem] = error.value.problems
+    assert problem.startswith(f"{variable}={value} ") and problem.endswith(f"(default {default})")
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("variable", ["MEM_CHUNK_TOKENS", "MEM_MAX_MEMORY", "MEM_MAX_RETRIES"])
+def test_an_integer_beyond_what_servers_parse_is_refused(variable):
+    """A token limit of 10**20 would pass as a Python int and then fail every request."""
+    [problem] = config_problems({variable: "99999999999999999999999"})
+    assert problem.startswith(f"{variable}=99999999999999999999999 ") and "2147483647" in problem
+
+
+@pytest.mark.parametrize("variable", ["MEM_PROMPTS", "MEM_CHUNK_TOKENS", "MEM_MODE"])
+def test_a_value_holding_a_line_break_is_refused_naming_the_variable(variable):
+    [problem] = config_problems({variable: "256\nMEM_MODE=rememr1"})
+    assert problem.startswith(f"{variable} ") and "\n" not in problem
 
 
 def test_bad_values_from_code_are_rejected_too():
     with pytest.raises(ConfigError, match="MEM_CHUNK_TOKENS=0"):
         MemAgentConfig(chunk_tokens=0)
-    with pytest.raises(ConfigError, match="MEM_THINKING=1"):
-        MemAgentConfig(thinking=1)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="MEM_MODE=memgpt"):
+        MemAgentConfig(mode="memgpt")
 
 
 def test_the_settings_page_holds_the_generated_table():
@@ -112,11 +127,8 @@ def test_the_settings_page_holds_the_generated_table():
 def test_config_problems_names_every_bad_value_not_just_the_first():
     """A launch script shows a person all their mistakes at once; from_env stops at the first."""
     env = {"MEM_CHUNK_TOKENS": "-5", "MEM_MODE": "memgpt", "MEM_MAX_FINAL": "64", "MEM_REMEMR1_ALPHA": "2"}
-    assert config_problems(env) == [
-        "MEM_CHUNK_TOKENS=-5 must be a positive integer (default 5000)",
-        "MEM_MODE=memgpt must be one of memagent, rememr1 (default memagent)",
-        "MEM_REMEMR1_ALPHA=2 must be a number between 0 and 1 (default 0.8)",
-    ]
+    problems = config_problems(env)
+    assert [problem.split("=")[0] for problem in problems] == ["MEM_CHUNK_TOKENS", "MEM_MODE", "MEM_REMEMR1_ALPHA"]
     with pytest.raises(ConfigError, match="MEM_CHUNK_TOKENS=-5"):
         MemAgentConfig.from_env(env)
 
@@ -145,10 +157,8 @@ def test_config_problems_catches_a_variable_one_typo_from_a_setting():
         "MEM_SHARED_DATA": "/data",
     }
     problems = config_problems(env)
-    assert [problem.split(" or ")[0] for problem in problems] == [
-        "MEM_CHUNK_TOKEN is not a setting: did you mean MEM_CHUNK_TOKENS",
-        "MEM_MAX_MEMROY is not a setting: did you mean MEM_MAX_MEMORY",
-    ]
+    assert [problem.split()[0] for problem in problems] == ["MEM_CHUNK_TOKEN", "MEM_MAX_MEMROY"]
+    assert "MEM_CHUNK_TOKENS" in problems[0] and "MEM_MAX_MEMORY" in problems[1], "the nearest setting is named"
 
 
 def test_the_evaluation_commands_read_whole_documents_unless_a_cap_is_asked_for(monkeypatch):

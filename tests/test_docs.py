@@ -2,8 +2,8 @@
 docs/ is reachable from it, every link lands, every path and command a page shows exists.
 
 `git ls-files` is the truth for the file map, the headings of the target page for `#anchor` links,
-and the package's own top-level modules for `python -m mem_agent.<command>`, so a file moved,
-a heading renamed or a command dropped without its documentation fails here.
+and the `mem-agent` dispatcher's list for the commands, so a file moved, a heading renamed or a
+command dropped without its documentation fails here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_ROOT
 
+from mem_agent import cli
+
 README = PROJECT_ROOT / "README.md"
 DOCS = PROJECT_ROOT / "docs"
 PACKAGE = PROJECT_ROOT / "examples" / "mem_agent"
@@ -26,7 +28,7 @@ README_MAX_LINES = 300
 FENCE = re.compile(r"^```.*?^```[^\n]*$", flags=re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 CODE_SPAN = re.compile(r"`[^`\n]+`")
-COMMAND = re.compile(r"python -m (mem_agent\.[a-z_]+)\b")
+COMMAND = re.compile(r"python -m (mem_agent(?:\.[a-z_]+)+)\b")
 # Paths into this repository that pages name in code spans: top folders, or a room of the package.
 REPO_PATH = re.compile(r"`((?:[a-z_]+/)+[\w.-]+\.(?:py|sh|md|toml))`")
 
@@ -144,19 +146,18 @@ def shown_commands() -> list[str]:
 
 
 def test_the_docs_show_every_command_the_package_has():
-    """Each top-level module with a `main` is a command users can run: the README or a page shows it."""
-    commands = {
-        f"mem_agent.{path.stem}"
-        for path in PACKAGE.glob("*.py")
-        if re.search(r"^def main\(", path.read_text(encoding="utf-8"), flags=re.MULTILINE)
-    }
-    assert sorted(commands - set(shown_commands())) == []
+    """Each `mem-agent` command is shown as `python -m mem_agent.<module>` on some page, and the
+    README's commands table shows it in both forms."""
+    readme = README.read_text(encoding="utf-8")
+    assert sorted(set(cli.COMMANDS.values()) - set(shown_commands())) == []
+    for name, module in cli.COMMANDS.items():
+        assert re.search(rf"^\| `mem-agent {name}` \| `python -m {module}` \|", readme, flags=re.MULTILINE), name
 
 
 @pytest.mark.parametrize("command", shown_commands())
 def test_every_command_the_docs_show_runs(command: str):
-    """`python -m mem_agent.<command> --help` works for each one shown, from a top-level entry point."""
-    assert (PACKAGE / f"{command.removeprefix('mem_agent.')}.py").is_file(), "commands are top-level entry points"
+    """`python -m mem_agent.<module> --help` works for each one shown: a command, or a helper the
+    scripts run from its room."""
     shown = subprocess.run([sys.executable, "-m", command, "--help"], capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith(f"usage: python -m {command}")

@@ -2,8 +2,10 @@
 
 Two kinds of name: the hook paths the launch script hands the trainer (loaded the way slime and
 vime load them, by splitting at the last dot: slime/utils/misc.py load_function), and the
-top-level modules, which are entry points and nothing else. The `python -m mem_agent.<command>`
-lines the docs show are tested in test_docs.py.
+top-level modules, which are entry points and nothing else: hooks, the commands of `mem-agent`
+(each also `python -m mem_agent.<command>`), the dispatcher itself and the client facade. The
+`python -m mem_agent.<command>` lines the docs show are tested in test_docs.py, the dispatcher in
+test_console.py.
 """
 
 from __future__ import annotations
@@ -68,6 +70,17 @@ def test_top_level_modules_are_entry_points():
             continue
         module = importlib.import_module(name)
         assert callable(getattr(module, "main", None)), f"{source.name} is neither a hook module nor a command"
+
+
+def test_the_top_level_commands_are_the_ones_mem_agent_lists():
+    """A command users run is a `mem-agent` command; a helper the scripts run lives in its room
+    (`python -m mem_agent.serving.tether`), so it is never presented as a user command."""
+    from mem_agent import cli
+
+    commands = {
+        f"mem_agent.{path.stem}" for path in PACKAGE.glob("*.py") if re.search(r"^def main\(", path.read_text(), re.M)
+    }
+    assert commands - {"mem_agent.cli"} == set(cli.COMMANDS.values())
 
 
 def test_the_client_facade_names_the_inference_client():

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent import eval_ruler_hqa
-from mem_agent.evaluation.report import check_reuse, reuse_problems
+from mem_agent.evaluation.reporting import check_reuse, reuse_problems
 from mem_agent.evaluation.results import read_results
 from mem_agent.templates import template_file as prompt_file
 from mem_agent.tokenization.tokenizer import bundled_qwen3_dir

@@ -11,6 +11,8 @@ import re
 import pytest
 
 from mem_agent import fetch_prompts
+from mem_agent.templates.authors_download import DEFAULT_BASE_URL
+from mem_agent.templates.sources import SOURCES
 from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, load_prompt_file
 from support import authors_files
 from support.authors_files import FAKE_COMMIT, loopback_mirror
@@ -23,10 +25,10 @@ def mirror(tmp_path):
 
 
 def test_the_pins_are_full_commits_and_checksums_on_raw_github():
-    for source in fetch_prompts.SOURCES.values():
+    for source in SOURCES.values():
         assert re.fullmatch(r"[0-9a-f]{40}", source.commit) and re.fullmatch(r"[0-9a-f]{64}", source.sha256)
-    memagent = fetch_prompts.SOURCES["memagent"]
-    assert memagent.url(fetch_prompts.DEFAULT_BASE_URL, memagent.commit) == (
+    memagent = SOURCES["memagent"]
+    assert memagent.url(DEFAULT_BASE_URL, memagent.commit) == (
         "https://raw.githubusercontent.com/BytedTsinghua-SIA/MemAgent/"
         "76b7a658988e4ea53d7388a62de6c0ce79084146/recurrent/impls/memory.py"
     )
@@ -49,7 +51,7 @@ def test_each_source_becomes_a_file_that_renders_the_authors_text(
     out = tmp_path / f"{source}.toml"
     assert mirror.fetch(source, out) == 0
     assert f"wrote {out}" in capsys.readouterr().out
-    spec = fetch_prompts.SOURCES[source]
+    spec = SOURCES[source]
     file = load_prompt_file(out, spec.mode)
     values = {"problem": "<P>", "memory": "<M>", "section": "<C>", "recalled": "<R>"}
     theirs = {"prompt": "<P>", "memory": "<M>", "chunk": "<C>", "recalled_memory": "<R>"}
@@ -96,7 +98,7 @@ def test_a_file_that_is_not_the_pinned_one_is_refused_and_nothing_is_written(mir
 
 def test_the_pinned_commit_and_checksum_are_the_default(mirror, tmp_path, capsys):
     """Without --commit the pinned commit is asked for; a stand-in can never match the pinned hash."""
-    spec = fetch_prompts.SOURCES["memagent"]
+    spec = SOURCES["memagent"]
     mirror.publish("memagent", authors_files.STAND_INS["memagent"], commit=spec.commit)
     out = tmp_path / "p.toml"
     assert fetch_prompts.main(["--source", "memagent", "--out", str(out), "--base-url", mirror.url]) == 1
@@ -162,5 +164,5 @@ def test_every_flag_says_its_default_or_that_it_is_required():
 def test_list_names_every_source_with_its_pin(capsys):
     assert fetch_prompts.main(["--list"]) == 0
     out = capsys.readouterr().out
-    for source in fetch_prompts.SOURCES.values():
+    for source in SOURCES.values():
         assert f"{source.repository}@{source.commit[:12]} {source.path}" in out

@@ -131,7 +131,7 @@ def test_our_dynamic_filter_ends_a_rollout_on_a_model_without_contrast(tokenizer
         small_agent(MEM_FILTER_MAX_ROUNDS="2"),
         host_modules_loaded(),
         scripted_engine(tokenizer, always_wrong) as engine,
-        caplog.at_level("WARNING", logger="mem_agent.dynamic_filter"),
+        caplog.at_level("WARNING", logger="mem_agent.host.group_filter"),
     ):
         args = bench_args(
             engine.url,

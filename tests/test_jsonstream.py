@@ -8,8 +8,7 @@ import tracemalloc
 
 import pytest
 
-from mem_agent.common.jsonstream import DataFormatError, iter_json_array, write_json_array_atomic
-from mem_agent.jsonstream import main
+from mem_agent.common.jsonstream import DataFormatError, iter_json_array, main, write_json_array_atomic
 
 ITEMS = [
     {"index": i, "context": "x" * (i * 97), "answers": ["a", "b"], "n": [1.5, True, None, 12345678901234]}

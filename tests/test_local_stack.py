@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from conftest import document_text
 
-from mem_agent.serving import local_stack, processes
-from mem_agent.serving.local_stack import LocalStack, StackSettings
+from mem_agent.serving import cpu_stack, processes
+from mem_agent.serving.cpu_stack import LocalStack, StackSettings
 from mem_agent.serving.processes import (
     ManagedProcess,
     ProcessStopError,
@@ -213,9 +213,9 @@ def test_the_stack_stops_every_process_even_when_one_cannot_be_stopped(tmp_path:
 def stubborn_stack(tmp_path: Path, monkeypatch) -> tuple[StackSettings, list[str]]:
     """`local_stack()` with stand-in servers that start at once and whose router cannot be stopped."""
     stopped: list[str] = []
-    monkeypatch.setattr(local_stack, "wait_healthy", lambda process, url, timeout_s: 0.0)
+    monkeypatch.setattr(cpu_stack, "wait_healthy", lambda process, url, timeout_s: 0.0)
     monkeypatch.setattr(
-        local_stack,
+        cpu_stack,
         "start_process",
         lambda name, argv, log_path, env=None: _StubbornProcess(name, stopped, name == "vllm-router"),
     )
@@ -224,7 +224,7 @@ def stubborn_stack(tmp_path: Path, monkeypatch) -> tuple[StackSettings, list[str
 
 def test_an_error_raised_inside_the_stack_is_not_replaced_by_a_failure_to_stop(stubborn_stack):
     settings, stopped = stubborn_stack
-    with pytest.raises(RuntimeError) as raised, local_stack.local_stack(settings):
+    with pytest.raises(RuntimeError) as raised, cpu_stack.local_stack(settings):
         raise RuntimeError("the command failed")
     assert str(raised.value) == "the command failed" and stopped == ["vllm-router", "vllm-cpu"]
     assert raised.value.__notes__ == [f"while stopping the local stack: {_router_stop_failure()}"]
@@ -232,7 +232,7 @@ def test_an_error_raised_inside_the_stack_is_not_replaced_by_a_failure_to_stop(s
 
 def test_a_failure_to_stop_after_a_clean_exit_is_raised(stubborn_stack):
     settings, stopped = stubborn_stack
-    with pytest.raises(ProcessStopError) as raised, local_stack.local_stack(settings) as stack:
+    with pytest.raises(ProcessStopError) as raised, cpu_stack.local_stack(settings) as stack:
         assert stack.router_url is not None
     assert str(raised.value) == _router_stop_failure() and stopped == ["vllm-router", "vllm-cpu"]
 

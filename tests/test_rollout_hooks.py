@@ -23,6 +23,8 @@ from mem_agent.agent.records import FinishReason, SamplingParams
 from mem_agent.agent.scoring import strict_reward
 from mem_agent.host.clients import close_clients, router_address, sampling_from_host
 from mem_agent.host.flags import HostConfigError
+from mem_agent.host.hook_config import settings
+from mem_agent.host.trajectory_rows import ground_truths
 from mem_agent.inference.client import ApiProtocol, build_body, parse_completion
 from support.fault_proxy import Fault, scripted
 from support.hook_bench import small_agent
@@ -239,13 +241,13 @@ def test_the_router_and_protocol_come_from_the_host_args(monkeypatch, backend, h
     rollout.reset_caches()
     args = host_args("http://127.0.0.1:3001", backend=backend, hf_checkpoint="x", n_samples_per_prompt=1)
     setattr(args, f"{'vllm' if backend == 'vime' else 'sglang'}_router_ip", host)
-    assert router_address(args, rollout.settings()) == expected
+    assert router_address(args, settings()) == expected
 
 
 def test_args_without_a_router_are_a_clear_error():
     args = host_args("http://127.0.0.1:1", hf_checkpoint="x", n_samples_per_prompt=1, vllm_router_ip=None)
     with pytest.raises(HostConfigError, match="neither vllm_router_ip"):
-        router_address(args, rollout.settings())
+        router_address(args, settings())
 
 
 def test_the_slime_path_sends_sglang_requests_with_our_token_budgets_and_reads_its_answers():
@@ -288,7 +290,7 @@ def test_host_sampling_params_are_used_as_given_in_either_spelling():
     ],
 )
 def test_ground_truths_come_from_metadata_then_the_label(metadata, label, expected):
-    assert rollout.ground_truths(Sample(metadata=metadata, label=label)) == expected
+    assert ground_truths(Sample(metadata=metadata, label=label)) == expected
 
 
 def test_the_reward_hook_answers_a_list_with_a_list_and_a_sample_with_a_number():

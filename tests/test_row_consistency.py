@@ -56,7 +56,7 @@ from bench.row_consistency import (
 from bench.row_corruptions import CORRUPTIONS, detection
 from bench.row_rollout import TrainRow, rollout_rows
 from mem_agent.agent.prompt_sets import builtin_prompts
-from mem_agent.serving.local_stack import LocalStack, StackSettings, local_stack
+from mem_agent.serving.cpu_stack import LocalStack, StackSettings, local_stack
 from mem_agent.settings.config import AgentMode
 from support.sglang_shim import sglang_shim
 

@@ -74,7 +74,7 @@ def node(tmp_path) -> Iterator[tuple[dict[str, str], Path]]:
         tmp_path / "bin" / "python",
         f"""#!/usr/bin/env bash
 case " $* " in
-  *" -m mem_agent.tether "*) exec {real} "$@" ;;  # the tether itself; its command comes back here
+  *" -m mem_agent.serving.tether "*) exec {real} "$@" ;;  # the tether itself; its command comes back here
   *" -m vllm.entrypoints.openai.api_server "*) exec {real} {server} {quoted_state} "$@" ;;
   *" -m mem_agent.eval_ruler_hqa "*" --check "*) exec {real} "$@" ;;
   *" -m mem_agent.eval_ruler_hqa "*) printf '%s\\n' "$@" > {quoted_state}/evaluated ;;
@@ -153,7 +153,7 @@ def answering_node(node, tmp_path) -> tuple[dict[str, str], Path]:
         Path(env["PYTHON"]),
         f"""#!/usr/bin/env bash
 case " $* " in
-  *" -m mem_agent.tether "*) exec {real} "$@" ;;
+  *" -m mem_agent.serving.tether "*) exec {real} "$@" ;;
   *" -m vllm.entrypoints.openai.api_server "*) exec {real} {server} {quoted_state} "$@" ;;
   *) exec {real} "$@" ;;
 esac
@@ -190,7 +190,8 @@ def test_a_run_killed_mid_evaluation_leaves_no_evaluator_or_server_and_a_rerun_c
     results = tmp_path / "runs" / "model" / "results_50.jsonl"
     script = start_until_first_result(script_env(env, home=tmp_path, gpus=1), tmp_path, results, timeout_s=120)
     running = _processes_of(tmp_path, state)
-    assert any("mem_agent.eval_ruler_hqa" in line and "mem_agent.tether" not in line for line in running.values())
+    evaluators = [line for line in running.values() if "mem_agent.eval_ruler_hqa" in line]
+    assert any("mem_agent.serving.tether" not in line for line in evaluators)
     assert results.read_bytes().count(b"\n") < ITEMS, "the kill lands mid-run"
     signalled = time.monotonic()
     script.send_signal(kill)

@@ -287,11 +287,6 @@ def test_prepare_eval_data_takes_lengths_as_another_spelling_of_length(tmp_path,
     assert "eval_100.json" not in result.stdout
 
 
-def test_convert_switches_must_be_0_or_1(tmp_path):
-    err = _problems(_script(SCRIPTS / "convert-to-hf.sh", {"DRY_RUN": "true"}, cwd=tmp_path))
-    assert "DRY_RUN=true must be 0 or 1" in err
-
-
 def test_demo_checks_the_evaluators_arguments_before_installing_where_the_interpreter_can(tmp_path):
     """With an interpreter that has the packages (an earlier demo's .venv, or PYTHON) the evaluator
     itself checks its arguments before bootstrap.sh runs; nothing is installed or written."""
@@ -300,18 +295,6 @@ def test_demo_checks_the_evaluators_arguments_before_installing_where_the_interp
     err = _problems(result)
     assert "the evaluator refuses its arguments" in err and "unrecognized arguments: --no-such-flag" in err
     assert result.stdout == "" and list(tmp_path.iterdir()) == []
-
-
-def test_without_the_packages_the_settings_only_check_leaves_the_evaluator_to_after_the_install(tmp_path):
-    """A bare interpreter (a first demo, before bootstrap.sh) checks the MEM_* settings and the
-    script's own; the evaluator's arguments wait for its packages, and nothing is reported about them."""
-    bare = _python_wrapper(tmp_path / "bin" / "python3", "-S")
-    env = {"PYTHON": str(bare), "_MEM_SETTINGS_ONLY": "1", "_MEM_CHECK_ONLY": "1", "MEM_CHUNK_TOKENS": "0"}
-    result = _script(RUN_EVAL, env | {"EXTRA_EVAL_ARGS": "--no-such-flag"}, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    problems = [line.split("\t", 1)[1] for line in result.stdout.splitlines() if line.startswith("problem\t")]
-    assert problems == ["MEM_CHUNK_TOKENS=0 must be a positive integer (default 5000)"]
-    assert "warning" not in result.stdout, "a missing package is not a problem before the installation"
 
 
 def test_demo_checks_every_setting_before_it_installs_anything(tmp_path):

@@ -103,6 +103,11 @@ def checkpoints(tmp_path) -> dict[str, str]:
     return env | {"OUT_ROOT": str(tmp_path / "hf_out"), "DRY_RUN": "1"}
 
 
+def _problem_lines(stderr: str) -> list[str]:
+    """The problems of a refusal, one per `  - ` line."""
+    return [line[4:] for line in stderr.splitlines() if line.startswith("  - ")]
+
+
 def _conversions(stdout: str) -> list[list[str]]:
     return [shlex.split(line) for line in stdout.splitlines() if "convert_torch_dist_to_hf.py" in line]
 
@@ -110,8 +115,7 @@ def _conversions(stdout: str) -> list[list[str]]:
 def test_convert_skips_what_is_converted_and_converts_the_rest(checkpoints):
     result = run_script(CONVERT, checkpoints)
     assert result.returncode == 0, result.stderr
-    assert "skip iter_0000049" in result.stdout and "would convert 1, skipped 1" in result.stdout
-    (argv,) = _conversions(result.stdout)
+    (argv,) = _conversions(result.stdout)  # iter_0000049 has config.json: not converted again
     flags = " ".join(argv)
     assert argv[:2] == ["env", f"PYTHONPATH={checkpoints['MEGATRON_PATH']}:{checkpoints['TRAINER_ROOT']}"]
     assert f"--input-dir {checkpoints['SAVE_PATH']}/iter_0000099" in flags
@@ -123,7 +127,8 @@ def test_convert_skips_what_is_converted_and_converts_the_rest(checkpoints):
 def test_convert_redoes_an_interrupted_conversion_with_force(checkpoints):
     (Path(checkpoints["OUT_ROOT"]) / "iter_0000099").mkdir()
     result = run_script(CONVERT, checkpoints)
-    assert "redo iter_0000099" in result.stdout and _conversions(result.stdout)[0][-1] == "--force"
+    (argv,) = _conversions(result.stdout)
+    assert argv[argv.index("--output-dir") + 1].endswith("iter_0000099") and argv[-1] == "--force"
 
 
 def test_convert_writes_next_to_the_save_folder_by_default(checkpoints):
@@ -135,24 +140,27 @@ def test_convert_writes_next_to_the_save_folder_by_default(checkpoints):
 @pytest.mark.parametrize("single", ["99", "iter_0000099", "0099"])
 def test_convert_a_single_iteration_by_number_or_name(checkpoints, single):
     result = run_script(CONVERT, {**checkpoints, "SINGLE_ITER": single})
-    assert result.returncode == 0 and "would convert 1, skipped 0" in result.stdout
+    assert result.returncode == 0
     (argv,) = _conversions(result.stdout)
     assert argv[argv.index("--input-dir") + 1] == f"{checkpoints['SAVE_PATH']}/iter_0000099"
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("change", "named"),
     [
-        ({"SINGLE_ITER": "7", "DRY_RUN": "0"}, "iter_0000007 not found"),
-        ({"SINGLE_ITER": "x7"}, "SINGLE_ITER=x7 must be a number like 99 or iter_0000099"),
-        ({"HF_CKPT": "/nonexistent", "DRY_RUN": "0"}, "HF_CKPT=/nonexistent: original Hugging Face model not found"),
-        ({"VOCAB_SIZE": "big"}, "VOCAB_SIZE=big must be a positive integer"),
+        ({"SINGLE_ITER": "7", "DRY_RUN": "0"}, "iter_0000007"),
+        ({"SINGLE_ITER": "x7"}, "SINGLE_ITER=x7"),
+        ({"HF_CKPT": "/nonexistent", "DRY_RUN": "0"}, "HF_CKPT=/nonexistent"),
+        ({"VOCAB_SIZE": "big"}, "VOCAB_SIZE=big"),
+        ({"DRY_RUN": "maybe"}, "DRY_RUN=maybe"),
+        ({"OUT_ROOT": "/tmp/a\nb"}, "OUT_ROOT"),
     ],
 )
-def test_convert_input_mistakes_are_clear_errors(checkpoints, change, message):
+def test_convert_input_mistakes_are_one_problem_naming_the_setting(checkpoints, change, named):
     result = run_script(CONVERT, {**checkpoints, **change})
-    assert result.returncode == 2 and message in result.stderr, result.stderr
-    assert not _conversions(result.stdout)
+    assert result.returncode == 2, result.stderr
+    assert len(_problem_lines(result.stderr)) == 1 and named in _problem_lines(result.stderr)[0]
+    assert not _conversions(result.stdout) and "Traceback" not in result.stderr
 
 
 def test_convert_without_checkpoints_or_model_lists_both_problems(checkpoints, tmp_path):
@@ -160,40 +168,39 @@ def test_convert_without_checkpoints_or_model_lists_both_problems(checkpoints, t
     empty.mkdir()
     env = {**checkpoints, "SAVE_PATH": str(empty), "HF_CKPT": "/nonexistent", "DRY_RUN": "0"}
     result = run_script(CONVERT, env)
-    assert result.returncode == 2 and "2 problem(s)" in result.stderr
-    assert f"SAVE_PATH={empty} has no iter_* checkpoint folders" in result.stderr and "HF_CKPT=" in result.stderr
+    assert result.returncode == 2
+    problems = _problem_lines(result.stderr)
+    assert sorted(problem.split()[0].rstrip(":") for problem in problems) == [
+        "HF_CKPT=/nonexistent",
+        f"SAVE_PATH={empty}",
+    ]
 
 
 def test_convert_needs_the_trainers_converter(checkpoints, tmp_path):
     (tmp_path / "bare").mkdir()
     result = run_script(CONVERT, {**checkpoints, "TRAINER_ROOT": str(tmp_path / "bare"), "DRY_RUN": "0"})
-    assert result.returncode == 2 and "tools/convert_torch_dist_to_hf.py not found" in result.stderr
+    assert result.returncode == 2
+    assert _problem_lines(result.stderr)[0].startswith(str(tmp_path / "bare" / "tools/convert_torch_dist_to_hf.py"))
 
 
 def test_convert_needs_megatron_and_a_dry_run_says_it_is_missing(checkpoints, tmp_path):
     env = {**checkpoints, "MEGATRON_PATH": str(tmp_path / "no_megatron")}
     result = run_script(CONVERT, env | {"DRY_RUN": "0"})
-    assert result.returncode == 2 and "cannot start, 1 problem(s)" in result.stderr
-    assert f"MEGATRON_PATH={tmp_path}/no_megatron: Megatron-LM checkout not found" in result.stderr
+    assert result.returncode == 2
+    assert [line.split(":")[0] for line in _problem_lines(result.stderr)] == [f"MEGATRON_PATH={tmp_path}/no_megatron"]
     dry = run_script(CONVERT, env)
     assert dry.returncode == 0 and f"MEGATRON_PATH={tmp_path}/no_megatron" in dry.stderr and _conversions(dry.stdout)
 
 
 @pytest.mark.parametrize(
-    ("config", "message"),
-    [
-        ("{not json", "config.json: Expecting property name enclosed in double quotes"),
-        ("[151936]", "config.json: not a JSON object"),
-        ('{"hidden_size": 2560}', "config.json has no vocab_size (set VOCAB_SIZE)"),
-    ],
-    ids=["malformed", "not_an_object", "no_vocab_size"],
+    "config", ["{not json", "[151936]", '{"hidden_size": 2560}'], ids=["malformed", "not_an_object", "no_vocab_size"]
 )
-def test_a_config_json_that_cannot_give_the_vocabulary_is_one_line_before_anything_runs(checkpoints, config, message):
-    """It used to be read after the checks, so a malformed file ended the run with a traceback."""
+def test_a_config_json_that_cannot_give_the_vocabulary_is_one_problem_before_anything_runs(checkpoints, config):
     (Path(checkpoints["HF_CKPT"]) / "config.json").write_text(config)
     result = run_script(CONVERT, checkpoints)
-    assert result.returncode == 2 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
-    assert f"HF_CKPT={checkpoints['HF_CKPT']}: {checkpoints['HF_CKPT']}/{message}" in result.stderr
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (problem,) = _problem_lines(result.stderr)
+    assert problem.startswith(f"HF_CKPT={checkpoints['HF_CKPT']}: {checkpoints['HF_CKPT']}/config.json")
     assert not _conversions(result.stdout)
     assert run_script(CONVERT, checkpoints | {"VOCAB_SIZE": "151936"}).returncode == 0, "VOCAB_SIZE set: not read"
 

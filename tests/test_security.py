@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import PROJECT_ROOT
 
-from mem_agent.serving.local_stack import StackSettings, router_argv, vllm_cpu_argv
+from mem_agent.serving.cpu_stack import StackSettings, router_argv, vllm_cpu_argv
 
 TOKEN_PATTERNS = {
     "Hugging Face token": re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),
@@ -72,6 +72,6 @@ def test_scripts_default_to_loopback_for_every_listener():
 
 
 def test_the_settings_object_never_holds_a_secret():
-    from mem_agent.settings.config import SETTINGS
+    from mem_agent.settings.config import ENV_NAMES
 
-    assert not [s.env for s in SETTINGS if set(s.env.split("_")) & {"KEY", "TOKEN", "SECRET", "PASSWORD"}]
+    assert not [env for env in ENV_NAMES.values() if set(env.split("_")) & {"KEY", "TOKEN", "SECRET", "PASSWORD"}]

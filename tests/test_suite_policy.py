@@ -12,7 +12,7 @@ from pathlib import Path
 
 from conftest import HOTPOT_SAMPLE, PROJECT_ROOT
 
-from mem_agent.data import synthetic_qa
+from mem_agent.data import synthetic
 from support.suite_policy import NO_SKIPS
 
 
@@ -87,7 +87,7 @@ def test_real_data_cases_are_collected_only_where_the_sample_exists(tmp_path):
     assert absent and not [test for test in absent if "[hotpot]" in test]
     stand_in = tmp_path / "data" / HOTPOT_SAMPLE.name  # our own rows under the sample's name
     stand_in.parent.mkdir()
-    stand_in.write_text(json.dumps(synthetic_qa.generate(4, seed=1)))
+    stand_in.write_text(json.dumps(synthetic.generate(4, seed=1)))
     present = _collected(stand_in.parent)
     real = [test for test in present if "[hotpot]" in test]
     assert real and sorted(test.replace("[hotpot]", "[synthetic]") for test in real) == sorted(

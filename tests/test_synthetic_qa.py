@@ -9,7 +9,7 @@ import pytest
 
 from mem_agent import build_long_context, synthetic_qa
 from mem_agent.common.jsonstream import iter_json_array
-from mem_agent.data import synthetic_qa as synthetic_data
+from mem_agent.data import synthetic as synthetic_data
 
 # The two sentence shapes the gold paragraphs state their facts in.
 PERSON_FACT = re.compile(r"^(?P<name>.+) \(born (?P<year>\d{4})\) was an? .+ born in the town of (?P<town>.+)\.$")

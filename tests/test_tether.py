@@ -53,7 +53,7 @@ def test_a_parent_killed_with_sigkill_takes_the_whole_group_with_it(tmp_path, me
     script.write_text(_STUBBORN)
     pids_file = tmp_path / "pids"
     python = shlex.quote(sys.executable)
-    line = f'{python} -m mem_agent.tether --parent "$$" --grace 1 -- {python} {script} {pids_file} & wait'
+    line = f'{python} -m mem_agent.serving.tether --parent "$$" --grace 1 -- {python} {script} {pids_file} & wait'
     parent = subprocess.Popen(["bash", "-c", line], start_new_session=True)
     command_pid, child_pid = _wait_for(pids_file)
     try:
@@ -73,7 +73,9 @@ def test_a_server_started_by_a_process_that_is_killed_stops_with_it(tmp_path, me
     pid_file = tmp_path / "server.pid"
     starter_code = (
         "import sys, time; from pathlib import Path; from mem_agent.serving.processes import start_process\n"
-        "server = 'import os, pathlib, time; pathlib.Path(%r).write_text(str(os.getpid())); time.sleep(600)'\n"
+        # written whole (temp file, then rename): the test reads the PID as soon as the file exists
+        'server = \'import os, pathlib, time; p = pathlib.Path(%r); t = p.with_suffix(".partial"); '
+        "t.write_text(str(os.getpid())); t.replace(p); time.sleep(600)'\n"
         f"argv = [sys.executable, '-c', server % {str(pid_file)!r}]\n"
         f"start_process('server', argv, Path({str(tmp_path)!r}) / 'log')\n"
         "time.sleep(600)\n"
@@ -92,11 +94,9 @@ def test_a_server_started_by_a_process_that_is_killed_stops_with_it(tmp_path, me
 
 
 def test_the_tether_exits_with_its_commands_status_and_refuses_an_orphan_start(tmp_path):
-    tether = [sys.executable, "-m", "mem_agent.tether", "--parent", str(os.getpid()), "--"]
+    tether = [sys.executable, "-m", "mem_agent.serving.tether", "--parent", str(os.getpid()), "--"]
     assert subprocess.run([*tether, sys.executable, "-c", "raise SystemExit(3)"], timeout=60).returncode == 3
-    gone = subprocess.run(
-        [sys.executable, "-m", "mem_agent.tether", "--parent", "1", "--", "true"], capture_output=True, text=True
-    )
+    gone = subprocess.run([*tether[:3], "--parent", "1", "--", "true"], capture_output=True, text=True)
     assert gone.returncode == 1 and "parent 1 is gone before true started" in gone.stderr
     usage = subprocess.run([*tether[:-1]], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and usage.stderr == "error: no command: give it after --\n"

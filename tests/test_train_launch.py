@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent.serving.processes import free_port
-from mem_agent.settings.config import SETTINGS
+from mem_agent.settings.config import MemAgentConfig
 from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, dump_prompt_file
 from support.proc_state import still_running
 from support.scripts import (
@@ -157,8 +157,9 @@ def test_train_sends_the_template_file_as_an_absolute_path(trainer, tmp_path):
 
 
 def test_train_forwards_every_setting_python_declares():
-    """The shell has no list of its own: Python's SETTINGS decide what reaches the workers."""
-    values = {s.env: str(s.default if not isinstance(s.default, bool) else int(s.default)) for s in SETTINGS}
+    """The shell has no list of its own: Python's settings decide what reaches the workers."""
+    fields = MemAgentConfig.model_fields.values()
+    values = {f.alias: str(f.default if not isinstance(f.default, bool) else int(f.default)) for f in fields}
     values = {env: value or "/set/by/the/user" for env, value in values.items()}  # an empty value is unset
     script = f"source {shlex.quote(str(SCRIPTS / '_common.sh'))}; mem_env_json"
     result = run_command(["bash", "-c", script], values)

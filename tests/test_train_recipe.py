@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from mem_agent.custom_convert import convert_samples_to_train_data
-from mem_agent.settings.config import SETTINGS
+from mem_agent.settings.config import ENV_NAMES
 from support.host.args import host_args, parallel_config
 from support.host.sample import Sample
 from support.host.train_data import split_by_dp, token_weights
@@ -205,7 +205,7 @@ def _agent_settings(output: str) -> list[str]:
 def test_the_dry_run_prints_every_agent_setting_set_or_defaulted(checkout):
     """Python's values, not the shell's: the chunk cap (MemAgent's 8) and the sizes show unset too."""
     shown = _agent_settings(dry_run(checkout, "slime").stdout)
-    assert [line.split("=", 1)[0] for line in shown[:-1]] == [setting.env for setting in SETTINGS]
+    assert [line.split("=", 1)[0] for line in shown[:-1]] == list(ENV_NAMES.values())
     for line in (
         "MEM_CHUNK_TOKENS=5000 (default)",
         "MEM_MAX_MEMORY=1024 (default)",

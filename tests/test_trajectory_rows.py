@@ -12,7 +12,7 @@ import pytest
 
 from mem_agent import rollout
 from mem_agent.custom_convert import TrainDataError, convert_samples_to_train_data
-from mem_agent.dynamic_filter import trajectory_rewards
+from mem_agent.host.group_filter import trajectory_rewards
 from mem_agent.host.trajectory_rows import untrainable_status
 from support.host.args import host_args, parallel_config
 from support.host.sample import Sample

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from mem_agent import build_long_context, eval_ruler_hqa, synthetic_qa
-from mem_agent.evaluation import report
+from mem_agent.evaluation import reporting
 from support.background_app import BackgroundApp
 from support.scripts import PROJECT_ROOT, SCRIPTS, run_script, write_eval_file
 
@@ -142,12 +142,12 @@ def test_bad_eval_data_stops_run_eval_before_any_server_starts(tmp_path, case):
 @pytest.mark.parametrize("case", list(BAD_EVAL_FILES), ids=[f"row5-{case}" for case in BAD_EVAL_FILES])
 def test_the_evaluators_check_and_prepare_eval_datas_checker_refuse_the_same_file_alike(tmp_path, case):
     """One checker: `eval_ruler_hqa --check` reads the data, and prepare-eval-data.sh's checker
-    (`python -m mem_agent.jsonstream --check FILE --eval`) gives the very same reason."""
+    (`python -m mem_agent.evaluation.files --check FILE`) gives the very same reason."""
     content, message = BAD_EVAL_FILES[case]
     bad = tmp_path / "eval_100.json"
     bad.write_bytes(content)
     by_evaluator = _one_line_error(_command("eval_ruler_hqa", "--check", "--data", str(bad)))
-    by_checker = _one_line_error(_command("jsonstream", "--check", str(bad), "--eval"))
+    by_checker = _one_line_error(_command("evaluation.files", "--check", str(bad)))
     assert by_evaluator == by_checker and message in by_checker and str(bad) in by_checker
     table = run_script(PREPARE_EVAL, {"DATA_ROOT": str(tmp_path), "LENGTH": "100"})
     assert table.returncode == 1 and f"eval_100.json: {by_checker.removeprefix('error: ')}" in table.stderr
@@ -159,7 +159,7 @@ def test_the_eval_check_streams_a_large_file_at_a_measured_rate(tmp_path, synthe
     assert build_long_context.main(argv) == 0
     path = tmp_path / "eval_400.json"
     begun = time.monotonic()
-    result = _command("jsonstream", "--check", str(path), "--eval")
+    result = _command("evaluation.files", "--check", str(path))
     seconds = time.monotonic() - begun
     assert result.returncode == 0 and result.stdout.strip() == "8", result.stderr
     with capsys.disabled():
@@ -341,7 +341,7 @@ def test_a_non_utf8_eval_file_is_reported_at_its_byte_offset(tmp_path):
     assert len(head.encode()) == 131
     bad = tmp_path / "eval_1.json"
     bad.write_bytes(raw)
-    line = _one_line_error(_command("jsonstream", "--check", str(bad), "--eval"))
+    line = _one_line_error(_command("evaluation.files", "--check", str(bad)))
     assert line == f"error: {bad}: not UTF-8 at byte 131 (invalid start byte)"
 
 
@@ -386,13 +386,13 @@ def test_a_rerun_with_other_lengths_keeps_the_earlier_lengths_in_the_summary_and
 ):
     data = make_eval_files(6, 12, questions=2)
     plotted: list[list[str]] = []
-    real_plot = report.plot_accuracy
+    real_plot = reporting.plot_accuracy
 
     def plot(reports, path):  # the real plot, and the lengths it drew
         plotted.append([r.label for r in reports])
         real_plot(reports, path)
 
-    monkeypatch.setattr(report, "plot_accuracy", plot)
+    monkeypatch.setattr(reporting, "plot_accuracy", plot)
     argv = ["--data-root", str(data), "--output-dir", str(tmp_path), "--url", instant_server, *FAST]
     assert eval_ruler_hqa.main([*argv, "--lengths", "12"]) == 0
     assert eval_ruler_hqa.main([*argv, "--lengths", "6"]) == 0

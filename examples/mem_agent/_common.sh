@@ -1,14 +1,48 @@
 # shellcheck shell=bash
-# Sourced by the mem_agent scripts, never run: the paths every script shares (each an environment
-# variable with a default) and small helpers. Python owns the MEM_* agent settings and their
-# defaults (mem_agent/settings/config.py): nothing here gives them a value, and only the ones the user set
-# travel to the Ray workers.
-#
-# Every script first checks all of its settings, collecting problems, and reports them in one
-# message before it starts a server or writes a file (report_problems). Something this machine
-# lacks (a path, a tool) is a problem for a real run but only a warning in a dry run, so that
-# DRY_RUN=1 previews a launch on any machine.
+# Sourced by the mem_agent scripts, never run. Python checks and orchestrates (python -m
+# mem_agent.launch, examples/mem_agent/launch/): a script holds its defaults-free flag arrays and its
+# launch; this file finds the code and the interpreter, and prints commands in a dry run.
 
+MEM_AGENT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The folder holding mem_agent/: first on PYTHONPATH, so the code that runs is the code beside the
+# script, also where `pip install -e <repo>` was not run.
+MEM_EXAMPLES_DIR=$(dirname "${MEM_AGENT_DIR}")
+export PYTHONPATH="${MEM_EXAMPLES_DIR}${PYTHONPATH:+:${PYTHONPATH}}"
+
+# launch_help SCRIPT ARGS...: with -h or --help, print SCRIPT's settings (from Python) and exit.
+launch_help() {
+  [[ "${2:-}" == -h || "${2:-}" == --help ]] || return 0
+  require_python
+  exec "${PYTHON}" -m mem_agent.launch "$1" --help
+}
+
+# launch_settings SCRIPT ARGS...: Python reads and checks every setting of SCRIPT at once (all
+# problems in one message, exit 2) and prints them, defaults filled in, as shell assignments:
+#   settings=$(launch_settings SCRIPT "$@")
+#   eval "${settings}"
+launch_settings() {
+  require_python
+  "${PYTHON}" -m mem_agent.launch "$@"
+}
+
+require_python() {
+  command -v "${PYTHON}" >/dev/null 2>&1 && return 0
+  echo "error: PYTHON=${PYTHON} not found: set PYTHON to an interpreter with mem-agent installed" >&2
+  exit 2
+}
+
+# Print the command shell-quoted (copy-pasteable) in a dry run, run it otherwise.
+run() {
+  if [[ "${DRY_RUN:-0}" == "1" ]]; then
+    printf '%q ' "$@"
+    printf '\n'
+  else
+    "$@"
+  fi
+}
+
+# ---- still used by run-eval.sh, run-qwen3-4b-train.sh and prepare-eval-data.sh until their
+# ---- checks move into mem_agent.launch; nothing below is new API.
 # What the user set (non-empty, from the environment), before any default is filled in: a setting
 # that the chosen mode would ignore is judged on this (see unused).
 declare -A USER_SET=()
@@ -17,10 +51,6 @@ while IFS= read -r _name; do
 done < <(compgen -e)
 unset _name
 
-MEM_AGENT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# The folder holding mem_agent/: on the workers' PYTHONPATH, so a shared checkout works even
-# where `pip install -e <repo>` was not run.
-MEM_EXAMPLES_DIR=$(dirname "${MEM_AGENT_DIR}")
 # The checkout holding examples/: its .venv is where resolve_python looks first.
 MEM_REPO_ROOT=$(dirname "${MEM_EXAMPLES_DIR}")
 
@@ -51,16 +81,6 @@ accept_only_help() {
     *) die "unknown argument '$1' (settings are environment variables; see --help)" ;;
   esac
   (($# <= 1)) || die "unexpected argument '$2' (settings are environment variables; see --help)"
-}
-
-# Print the command shell-quoted (copy-pasteable) in a dry run, run it otherwise.
-run() {
-  if [[ "${DRY_RUN}" == "1" ]]; then
-    printf '%q ' "$@"
-    printf '\n'
-  else
-    "$@"
-  fi
 }
 
 # ---- collecting problems -------------------------------------------------------------------------
@@ -341,8 +361,8 @@ mem_env_json() {
     "${builder}" -c '
 import json, os, sys
 sys.path.insert(0, os.environ["_MEM_EXAMPLES"])
-from mem_agent.settings.config import SETTINGS
+from mem_agent.settings.config import ENV_NAMES
 env = {"PYTHONPATH": os.environ["_MEM_PYTHONPATH"], "CUDA_DEVICE_MAX_CONNECTIONS": "1", "PYTHONUNBUFFERED": "1"}
-env.update({s.env: os.environ[s.env] for s in SETTINGS if os.environ.get(s.env, "").strip()})
+env.update({name: os.environ[name] for name in ENV_NAMES.values() if os.environ.get(name, "").strip()})
 print(json.dumps({"env_vars": env}))'
 }

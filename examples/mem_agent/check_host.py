@@ -70,7 +70,7 @@ def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
         return data.resolve()
     from mem_agent.data.contexts import render_context
     from mem_agent.data.qa_rows import parse_row
-    from mem_agent.data.synthetic_qa import generate
+    from mem_agent.data.synthetic import generate
     from mem_agent.data.train_rows import output_row
 
     path = workdir / "prompts.jsonl"
@@ -135,7 +135,7 @@ def _server(options: argparse.Namespace, stack: contextlib.ExitStack) -> tuple[s
     from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 
     if options.local_stack:
-        from mem_agent.serving.local_stack import local_stack
+        from mem_agent.serving.cpu_stack import local_stack
 
         running = stack.enter_context(local_stack())
         return running.url, options.protocol or "vllm", options.hf_checkpoint or str(running.model_path)

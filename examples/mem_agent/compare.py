@@ -13,31 +13,13 @@ unless --force. Exit status: 0 compared, 2 bad usage or runs that cannot be comp
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
-import math
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, replace
 from pathlib import Path
 
-from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
-from mem_agent.observability.compare import (
-    METRICS,
-    EvalRun,
-    comparison_problems,
-    length_table,
-    load_eval_run,
-    paired_difference,
-    pairs_table,
-    plot_runs,
-    unchecked_data,
-)
-
-PLOT_NAME = "compare.png"
-NUMBERS_NAME = "compare.json"
+from mem_agent.observability.comparison import METRICS, ComparisonRequest, compare_runs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,56 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    request = ComparisonRequest(
+        runs=tuple(args.runs),
+        labels=None if args.labels is None else tuple(args.labels),
+        metric=args.metric,
+        output_dir=args.output_dir,
+        seed=args.seed,
+        resamples=args.resamples,
+        force=args.force,
+    )
     try:
-        if len(args.runs) < 2:
-            raise UsageError("give two or more runs to compare")
-        if args.labels is not None and len(args.labels) != len(args.runs):
-            raise UsageError(f"--labels names {len(args.labels)} runs but {len(args.runs)} were given")
-        if args.resamples <= 0:
-            raise UsageError(f"--resamples {args.resamples} must be a positive integer")
-        labels = args.labels or [None] * len(args.runs)
-        runs = [load_eval_run(path, label) for path, label in zip(args.runs, labels, strict=True)]
-        runs = runs if args.labels else _named(runs)
-        problems = comparison_problems(runs)
-        if problems and not args.force:
-            raise UsageError(f"runs cannot be compared: {'; '.join(problems)} (pass --force to compare anyway)")
+        compare_runs(request)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    for path in unchecked_data(runs):
-        print(f"note: {path}/summary.json records no data sha256 (an older run): its data was not checked")
-    for problem in problems:
-        print(f"warning (--force): {problem}")
-    differences = [
-        d
-        for first, second in itertools.combinations(runs, 2)
-        for d in paired_difference(first, second, args.metric, seed=args.seed, resamples=args.resamples)
-    ]
-    print(length_table(runs, args.metric))
-    print()
-    print(pairs_table(differences, args.metric))
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    numbers = {
-        "metric": args.metric,
-        "runs": {run.name: str(run.path) for run in runs},
-        "pairs": [{k: _finite(v) for k, v in asdict(d).items()} for d in differences],
-    }
-    write_text_atomic(
-        args.output_dir / NUMBERS_NAME, json.dumps(numbers, indent=2, allow_nan=False, default=str) + "\n"
-    )
-    plot_runs(runs, args.metric, args.output_dir / PLOT_NAME)
-    print(f"plot: {args.output_dir / PLOT_NAME}  numbers: {args.output_dir / NUMBERS_NAME}")
     return 0
-
-
-def _named(runs: list[EvalRun]) -> list[EvalRun]:
-    """Runs named by mode and folder name, and by path where two folders share a name."""
-    names = [run.name for run in runs]
-    return [replace(run, name=f"{run.mode}: {run.path}") if names.count(run.name) > 1 else run for run in runs]
-
-
-def _finite(value: object) -> object:
-    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,7 +56,7 @@ from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError, gather, problems_to_error
 from mem_agent.evaluation.evaluator import Evaluator
 from mem_agent.evaluation.files import EvalFile, EvalItem, check_eval_file, file_sha256, resolve_files
-from mem_agent.evaluation.report import (
+from mem_agent.evaluation.reporting import (
     EvalFileReport,
     ReuseError,
     check_reuse,
@@ -340,7 +339,7 @@ def _config_and_mode(args: argparse.Namespace) -> tuple[MemAgentConfig, str]:
     if mode == DIRECT_MODE:
         check_direct_settings(config)
     wanted = AgentMode.MEMAGENT if mode == DIRECT_MODE else AgentMode(mode)
-    return (config if config.mode is wanted else replace(config, mode=wanted)), mode
+    return (config if config.mode is wanted else config.replaced(mode=wanted)), mode
 
 
 def _mode_facts(

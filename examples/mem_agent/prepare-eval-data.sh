@@ -117,7 +117,7 @@ report_problems
 # the evaluator's own (mem_agent.evaluation.files.check_eval_file): a file that passes here runs.
 check() {
   local out
-  if ! out=$("${PYTHON}" -m mem_agent.jsonstream --check "$1" --eval 2>&1); then
+  if ! out=$("${PYTHON}" -m mem_agent.evaluation.files --check "$1" 2>&1); then
     out=${out##*$'\n'}
     echo "${out#error: }"
     return 1

@@ -38,158 +38,19 @@ if __package__ in (None, ""):  # run by its path: mem_agent is the folder beside
     _sys.path[0] = str(_Path(__file__).resolve().parent.parent)
 
 import argparse
-import json
-import random
 import sys
-from collections import Counter
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-from tqdm import tqdm
-
-from mem_agent.common.atomic_files import atomic_output
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError
-from mem_agent.data.authors_layout import AuthorsRow, Layout, LayoutGuard, parse_authors_row
-from mem_agent.data.contexts import choose_documents, render_context
-from mem_agent.data.qa_rows import Paragraph, QaRow, parse_row
-from mem_agent.data.row_sources import SourceRow, datasets_rows, file_rows, hub_rows
-from mem_agent.data.train_rows import authors_output_row, output_row
-from mem_agent.tokenization.tokenizer import TokenizerNotFoundError, encode, load_tokenizer
-
-
-@dataclass
-class Summary:
-    written: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    context_tokens: list[int] = field(default_factory=list)
-    short_rows: int = 0  # fewer documents than --num-docs: the filler pool ran out (metadata.num_docs says so)
-    reused_fillers: int = 0  # the pool was too small to keep every filler distinct
-
-
-@dataclass(frozen=True)
-class ReadRow:
-    row: QaRow | AuthorsRow
-    source: str
-    index: int  # the row's position in its file
-
-
-def raw_rows(args: argparse.Namespace) -> Iterator[SourceRow]:
-    """Rows, each with its file, from whichever source was given."""
-    if args.hf_dataset and args.hf_config:
-        yield from datasets_rows(args.hf_dataset, args.hf_config, args.split)
-    elif args.hf_dataset:
-        yield from hub_rows(args.hf_dataset, args.split, args.hf_revision)
-    else:
-        yield from file_rows(args.input)
-
-
-def iter_rows(args: argparse.Namespace, summary: Summary) -> Iterator[ReadRow]:
-    """Parsed rows in the layout of their file; rows without an answer or a document are counted."""
-    guards: dict[str, LayoutGuard] = {}
-    for position, found in enumerate(raw_rows(args)):
-        guard = guards.setdefault(found.source, LayoutGuard(found.source))
-        row: QaRow | AuthorsRow
-        if guard.check(found.raw, found.where) is Layout.AUTHORS:
-            if args.num_docs:
-                raise DataFormatError(
-                    f"{found.source} is in MemAgent's training layout, whose contexts are already built: "
-                    "--num-docs does not apply (drop it)"
-                )
-            row = parse_authors_row(found.raw, found.where, found.index)
-        else:
-            row = parse_row(found.raw, found.where, position)
-        if not row.answers:
-            summary.skipped["empty answer"] += 1
-            continue
-        if isinstance(row, QaRow) and not row.paragraphs:
-            summary.skipped["no paragraphs"] += 1
-            continue
-        yield ReadRow(row, found.source, found.index)
-
-
-def iter_questions(args: argparse.Namespace, summary: Summary) -> Iterator[QaRow]:
-    """The raw QA rows (the filler pool's source)."""
-    for read in iter_rows(args, summary):
-        if isinstance(read.row, QaRow):
-            yield read.row
-
-
-def paragraph_pool(args: argparse.Namespace, size: int, seed: int) -> list[Paragraph]:
-    """A seeded reservoir sample of distinct paragraphs over the whole source (first pass)."""
-    rng = random.Random(seed)
-    pool: list[Paragraph] = []
-    seen_titles: set[str] = set()
-    for row in iter_questions(args, Summary()):
-        for paragraph in row.paragraphs:
-            if paragraph.title in seen_titles:
-                continue
-            seen_titles.add(paragraph.title)
-            if len(pool) < size:
-                pool.append(paragraph)
-            elif (slot := rng.randrange(len(seen_titles))) < size:
-                pool[slot] = paragraph
-    return pool
-
-
-def write_rows(args: argparse.Namespace, pool: Sequence[Paragraph], tokenizer: Any, summary: Summary) -> None:
-    with atomic_output(args.output) as handle:
-        for read in tqdm(iter_rows(args, summary), desc="rows", unit="row", total=args.max_rows, disable=None):
-            out = _training_row(args, read, pool, summary)
-            handle.write(json.dumps(out, ensure_ascii=False) + "\n")
-            summary.written += 1
-            if tokenizer is not None:
-                summary.context_tokens.append(len(encode(tokenizer, out["metadata"]["context"])))
-            if args.max_rows and summary.written >= args.max_rows:
-                break
-        if not summary.written:  # raising here keeps any earlier output file untouched
-            raise DataFormatError(f"no usable rows in the source ({_skipped_in_words(summary.skipped)})")
-
-
-def _training_row(args: argparse.Namespace, read: ReadRow, pool: Sequence[Paragraph], summary: Summary) -> dict:
-    row = read.row
-    if isinstance(row, AuthorsRow):
-        return authors_output_row(row, read.source, read.index)
-    rng = random.Random(f"{args.seed}:{row.row_id}")
-    if args.num_docs:
-        documents, reused = choose_documents(row, pool, args.num_docs, rng)
-        summary.reused_fillers += int(reused)
-        summary.short_rows += int(len(documents) < args.num_docs)
-    else:
-        documents = list(row.paragraphs)
-    return output_row(row, render_context(documents), len(documents))
-
-
-def _skipped_in_words(skipped: Counter[str]) -> str:
-    """`3 rows skipped: empty answer; 1 row skipped: no paragraphs`, or `the source has no rows`."""
-    if not skipped:
-        return "the source has no rows"
-    return "; ".join(
-        f"{count} {'row' if count == 1 else 'rows'} skipped: {reason}" for reason, count in sorted(skipped.items())
-    )
-
-
-def print_summary(args: argparse.Namespace, summary: Summary) -> None:
-    print(f"wrote {summary.written} rows to {args.output}")
-    for reason, count in sorted(summary.skipped.items()):
-        print(f"skipped {count} rows: {reason}")
-    if summary.short_rows or summary.reused_fillers:
-        print(
-            f"filler pool too small: {summary.short_rows} rows have fewer than {args.num_docs} documents,"
-            f" {summary.reused_fillers} reuse fillers (raise --pool-size or use a larger source)"
-        )
-    if summary.context_tokens:
-        p50, p90, p99 = np.percentile(summary.context_tokens, [50, 90, 99])
-        print(f"context tokens: p50 {p50:,.0f}  p90 {p90:,.0f}  p99 {p99:,.0f}  max {max(summary.context_tokens):,}")
+from mem_agent.data.training_file import TrainingFileRequest, write_training_file
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=program_name("mem_agent.prepare_data"),
-        description="Convert HotpotQA-style rows into the trainer's JSONL (prompt, label, metadata.context).",
+        description=__doc__.split("\n\n")[0],
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -229,51 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _tokenizer(path: str) -> Any:
-    try:
-        return load_tokenizer(path)
-    except TokenizerNotFoundError as error:
-        raise DataFormatError(f"--tokenizer {path}: {error}") from None
-    except (OSError, ValueError) as error:  # a folder without usable tokenizer files
-        message = " ".join(str(error).split()) or type(error).__name__  # the whole message, on one line
-        raise DataFormatError(f"--tokenizer {path}: cannot load a tokenizer: {message}") from None
-
-
-def _check_arguments(args: argparse.Namespace) -> None:
-    """Every problem of the flags at once, each by its flag. The output's folder must exist: a
-    mistyped path is reported, never made."""
-    problems = []
-    if args.num_docs < 0:
-        problems.append(f"--num-docs {args.num_docs} must be >= 0")
-    if args.pool_size <= 0:
-        problems.append(f"--pool-size {args.pool_size} must be positive")
-    if args.max_rows is not None and args.max_rows <= 0:
-        problems.append(f"--max-rows {args.max_rows} must be positive")
-    if args.output.is_dir():
-        problems.append(f"--output {args.output} is a folder, not a file")
-    elif args.output.exists() and not args.force:
-        problems.append(f"refusing to overwrite {args.output} (pass --force)")
-    elif not args.output.parent.is_dir():
-        problems.append(f"--output {args.output}: folder {args.output.parent} does not exist (make it first)")
-    if problems:
-        raise DataFormatError("; ".join(problems))
+def _request(args: argparse.Namespace) -> TrainingFileRequest:
+    return TrainingFileRequest(
+        output=args.output,
+        input=args.input,
+        hf_dataset=args.hf_dataset,
+        hf_config=args.hf_config,
+        split=args.split,
+        hf_revision=args.hf_revision,
+        num_docs=args.num_docs,
+        pool_size=args.pool_size,
+        max_rows=args.max_rows,
+        seed=args.seed,
+        tokenizer=args.tokenizer,
+        force=args.force,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    summary = Summary()
+    request = _request(build_parser().parse_args(argv))
     try:
-        _check_arguments(args)
-        tokenizer = _tokenizer(args.tokenizer) if args.tokenizer else None
-        pool = paragraph_pool(args, args.pool_size, args.seed) if args.num_docs else []
-        write_rows(args, pool, tokenizer, summary)
+        write_training_file(request)
     except DataFormatError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # mostly the output side (disk full, no permission): name the file it hit
-        print(f"error: {error.filename or args.output}: {error.strerror or error}", file=sys.stderr)
+        print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
         return 2
-    print_summary(args, summary)
     return 0
 
 

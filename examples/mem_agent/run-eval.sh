@@ -290,13 +290,13 @@ if [[ "${MODE}" == "demo" ]]; then
   for n in "${lengths[@]}"; do
     file="${RUN_DIR}/data/eval_${n}.json"
     [[ -f "${file}" ]] || continue
-    items=$("${PYTHON}" -m mem_agent.jsonstream --check "${file}" 2>&1) || items="?"
+    items=$("${PYTHON}" -m mem_agent.common.jsonstream --check "${file}" 2>&1) || items="?"
     [[ "${items}" == "${DEMO_QUESTIONS}" ]] ||
       problem "${file} (from an earlier demo) holds ${items##*$'\n'} questions, DEMO_QUESTIONS=${DEMO_QUESTIONS}: choose another SAVE_FILE, or move ${RUN_DIR} aside"
   done
 fi
 if [[ "${MODE}" == "demo" && -f "${RUN_DIR}/data/synthetic_qa.json" ]]; then
-  items=$("${PYTHON}" -m mem_agent.jsonstream --check "${RUN_DIR}/data/synthetic_qa.json" 2>&1) || items="?"
+  items=$("${PYTHON}" -m mem_agent.common.jsonstream --check "${RUN_DIR}/data/synthetic_qa.json" 2>&1) || items="?"
   [[ "${items}" == "$((DEMO_QUESTIONS * 4))" ]] ||
     problem "${RUN_DIR}/data/synthetic_qa.json (from an earlier demo) holds ${items##*$'\n'} questions, not 4 x DEMO_QUESTIONS=${DEMO_QUESTIONS}: choose another SAVE_FILE, or move ${RUN_DIR} aside"
 fi
@@ -339,11 +339,11 @@ report_problems
 [[ "${DRY_RUN}" == "1" ]] || lock_run_folder "${RUN_DIR}" "choose another SAVE_FILE"
 
 # ---- process groups: servers and the evaluator ---------------------------------------------------
-# Each runs in its own process group (setsid), led by a tether to this script (mem_agent.tether):
+# Each runs in its own process group (setsid), led by a tether to this script (mem_agent.serving.tether):
 # TERM or INT here stops every group (the traps below); SIGKILL here, which nothing can trap, is
 # seen by each tether within 0.1 s, and it stops its group itself (SIGTERM, SERVE_STOP_TIMEOUT, SIGKILL).
 STARTED_PGIDS=()
-tethered=("${PYTHON}" -m mem_agent.tether --parent "$$" --grace "${SERVE_STOP_TIMEOUT}" --)
+tethered=("${PYTHON}" -m mem_agent.serving.tether --parent "$$" --grace "${SERVE_STOP_TIMEOUT}" --)
 running_groups() { # the started process groups of which a process still runs (a zombie has exited)
   local pgids=" ${STARTED_PGIDS[*]} "
   ps -eo pgid=,stat= | awk -v ours="${pgids}" 'index(ours, " " $1 " ") && $2 !~ /^Z/ { print $1 }' | sort -u

@@ -1,7 +1,8 @@
-"""Write a synthetic multi-hop QA set (HotpotQA layout, invented facts): the command over
-mem_agent.data.synthetic_qa.
+"""Write a synthetic multi-hop QA set (HotpotQA layout, invented facts) for demos and CI.
 
     python -m mem_agent.synthetic_qa --out runs/demo/synthetic_qa.json --num-questions 64 --seed 0
+
+The questions and how they are made: mem_agent/data/synthetic.py.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.jsonstream import write_json_array_atomic
-from mem_agent.data.synthetic_qa import generate
+from mem_agent.common.console import program_name
+from mem_agent.common.usage import UsageError
+from mem_agent.data.synthetic import SyntheticRequest, write_synthetic_set
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.synthetic_qa",
-        description="Write a synthetic multi-hop QA set (HotpotQA layout, invented facts) for demos and CI.",
-    )
+    parser = argparse.ArgumentParser(prog=program_name("mem_agent.synthetic_qa"), description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="output JSON file")
     parser.add_argument("--num-questions", type=int, default=128, help="questions to generate (default: 128)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -28,15 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.num_questions <= 0:
-        print(f"error: --num-questions {args.num_questions} must be a positive integer", file=sys.stderr)
-        return 2
     try:
-        count = write_json_array_atomic(args.out, generate(args.num_questions, args.seed))
-    except OSError as error:
-        print(f"error: cannot write {args.out}: {error.strerror}", file=sys.stderr)
+        write_synthetic_set(SyntheticRequest(args.out, args.num_questions, args.seed))
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {count} synthetic questions to {args.out} (invented facts, seed {args.seed})")
     return 0
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
-from mem_agent.observability.train_summary import read_run, write_summary
+from mem_agent.observability.training_curves import CurvesRequest, summarize_training_run
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=program_name("mem_agent.train_summary"),
-        description="Reward and accuracy per rollout of a training run (CSV and PNG).",
+        description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("run_dir", type=Path, help="the trainer's --save folder (or its trajectories/ folder)")
     parser.add_argument(
@@ -37,18 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        run = read_run(args.run_dir)
+        summarize_training_run(CurvesRequest(args.run_dir, args.output_dir, plot=not args.no_plot))
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    written = write_summary(run, args.output_dir or run.source.parent, plot=not args.no_plot)
-    last = run.rollouts[-1]
-    print(
-        f"{len(run.rollouts)} rollouts (last: {last['rollout_id']}, reward {last.get('reward/mean', 0.0):.3f},"
-        f" strict {100 * last.get('accuracy/strict', 0.0):.1f}%, sub_em {100 * last.get('accuracy/sub_em', 0.0):.1f}%)"
-    )
-    for path in written:
-        print(f"wrote {path}")
     return 0
 
 

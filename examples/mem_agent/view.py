@@ -19,8 +19,8 @@ from pathlib import Path
 
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
-from mem_agent.observability.run_folders import load_run
-from mem_agent.observability.viewer import ViewLimits, write_page
+from mem_agent.observability.run_page import PageRequest, write_run_page
+from mem_agent.observability.viewer import ViewLimits
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,21 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns))
     try:
-        for flag in ("max_items", "max_turns"):
-            if getattr(args, flag) <= 0:
-                raise UsageError(f"--{flag.replace('_', '-')} {getattr(args, flag)} must be a positive integer")
-        if args.output.is_dir():
-            raise UsageError(f"--output {args.output} is a folder, not a file")
-        run = load_run(args.path)
-        size = write_page(run, args.output, ViewLimits(args.max_items, args.max_turns))
+        write_run_page(request)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:
-        print(f"error: {error.filename or args.output}: {error.strerror or error}", file=sys.stderr)
+        print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
         return 2
-    print(f"{args.output}: {len(run.records)} questions from {run.kind} run {run.path} ({size / 1e6:.2f} MB)")
     return 0
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent import fetch_prompts
+from mem_agent.templates.sources import SOURCES
 
 FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -103,7 +104,7 @@ class Mirror:
 
     def publish(self, source: str, text: str, commit: str = FAKE_COMMIT) -> str:
         """Serve `text` where `source`'s file lives at `commit`; returns its sha256."""
-        spec = fetch_prompts.SOURCES[source]
+        spec = SOURCES[source]
         path = self.root / spec.repository / commit / spec.path
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode())

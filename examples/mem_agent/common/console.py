@@ -1,26 +1,28 @@
-"""The names people type for our commands, so that usage lines and errors show the same name.
+"""The name a command was started by, so that usage lines and errors show what the user typed.
 
-`pip install` puts five console commands on PATH (pyproject.toml, [project.scripts]; a test keeps
-the two lists identical). argparse names a program after `sys.argv[0]`, which for `python -m`
-is the module's file path, so every parser passes its name explicitly: the console command when
-that is how it was started, `python -m mem_agent.<module>` otherwise.
+argparse names a program after `sys.argv[0]`, which for `python -m` is the module's file path, so
+every command's parser passes its name explicitly: `python -m mem_agent.<module>`, or, while the
+`mem-agent` command (mem_agent/cli.py) runs the module's main, `mem-agent <command>`.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import contextlib
+from collections.abc import Iterator
 
-CONSOLE_COMMANDS = {
-    "mem-agent-run-document": "mem_agent.run_document",
-    "mem-agent-eval": "mem_agent.eval_ruler_hqa",
-    "mem-agent-prepare-data": "mem_agent.prepare_data",
-    "mem-agent-build-long-context": "mem_agent.build_long_context",
-    "mem-agent-fetch-prompts": "mem_agent.fetch_prompts",
-}
+_dispatched: dict[str, str] = {}  # module -> the name the dispatcher runs it under, while it runs
+
+
+@contextlib.contextmanager
+def dispatched_as(module: str, name: str) -> Iterator[None]:
+    """While the block runs, `module`'s parser is named `name` (say `mem-agent eval`)."""
+    _dispatched[module] = name
+    try:
+        yield
+    finally:
+        _dispatched.pop(module, None)
 
 
 def program_name(module: str) -> str:
-    """The name the user typed to start `module`: its console command, else `python -m module`."""
-    typed = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    return typed if CONSOLE_COMMANDS.get(typed) == module else f"python -m {module}"
+    """The name the user typed to start `module`: the dispatcher's, else `python -m module`."""
+    return _dispatched.get(module, f"python -m {module}")

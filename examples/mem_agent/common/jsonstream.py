@@ -10,15 +10,19 @@ What ijson does not say, this module adds to every error: the file, the item bei
 where: the first byte that is not UTF-8 (found by decoding the file again, on that error only),
 the file's end for a cut-off file, else the byte range of the block the parser was in.
 
-    python -m mem_agent.jsonstream --check eval_50.json --require-keys context,input,answers
-        prints the item count, or a one-line error (exit 2) naming the item and the problem.
+    python -m mem_agent.common.jsonstream --check eval_50.json --require-keys context,input,answers
+        prints the item count, or a one-line error (exit 2) naming the item and the problem
+        (run-eval.sh counts its data this way; `python -m mem_agent.evaluation.files` checks an
+        eval file by the evaluator's own rules).
 """
 
 from __future__ import annotations
 
+import argparse
 import codecs
 import json
-from collections.abc import Iterable, Iterator
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
@@ -137,3 +141,35 @@ def write_json_array_atomic(path: Path, items: Iterable[Any]) -> int:
             count += 1
         handle.write("\n]\n")
     return count
+
+
+def check_file(path: Path, required_keys: Sequence[str]) -> int:
+    """The item count of a JSON array file whose every item is an object with `required_keys`."""
+    count = 0
+    for index, item in enumerate(iter_json_array(path)):
+        if not isinstance(item, dict):
+            raise DataFormatError(f"{path}: item {index}: expected an object, got {type(item).__name__}")
+        missing = [key for key in required_keys if key not in item]
+        if missing:
+            raise DataFormatError(f"{path}: item {index}: missing field(s) {', '.join(missing)}")
+        count += 1
+    return count
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mem_agent.common.jsonstream", description="Validate a JSON array file item by item, streamed."
+    )
+    parser.add_argument("--check", type=Path, required=True, help="JSON array file to validate")
+    parser.add_argument("--require-keys", default="", help="comma-separated keys every item must have (default: none)")
+    args = parser.parse_args(argv)
+    try:
+        print(check_file(args.check, [key for key in args.require_keys.split(",") if key]))
+    except DataFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

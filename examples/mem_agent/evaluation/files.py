@@ -4,6 +4,10 @@ An eval file is a JSON array of items with `context`, `input` (the question), `a
 optional `index` (MemAgent's `eval_<N>.json`, N documents per context). A 6400-document file is
 about 450 MB, so it is never loaded whole: items are read one at a time, and a malformed one stops
 the run with its file, position and field (exit 2) instead of being scored as wrong.
+
+    python -m mem_agent.evaluation.files --check eval_50.json
+        prints the item count, or a one-line error (exit 2) by the rules the evaluator reads the
+        file with; prepare-eval-data.sh checks every file it fetches or builds this way.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +75,7 @@ def check_eval_file(path: Path) -> list[str]:
     """The item ids of a whole eval file, every item checked by the rules the run reads it with.
 
     The one checker of eval files: the evaluator (also its `--check`, before any server starts)
-    and prepare-eval-data.sh (`python -m mem_agent.jsonstream --check FILE --eval`) both call it.
+    and prepare-eval-data.sh (`python -m mem_agent.evaluation.files --check FILE`) both call it.
     Streamed, one item in memory at a time; a file with no items is an error, since a run over it
     would report success having evaluated nothing."""
     path = Path(path)
@@ -113,3 +118,21 @@ def resolve_files(args: argparse.Namespace, *, allow_missing: bool = False) -> l
     if len({file.label for file in files}) != len(files):
         raise UsageError("two eval files would share one results file; give files with distinct names")
     return files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m mem_agent.evaluation.files", description="Check a RULER-HQA eval file by the evaluator's rules."
+    )
+    parser.add_argument("--check", type=Path, required=True, help="eval file to check (eval_<N>.json)")
+    args = parser.parse_args(argv)
+    try:
+        print(len(check_eval_file(args.check)))
+    except DataFormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -15,7 +15,7 @@ from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import UsageError, problems_to_error
 from mem_agent.inference.client import ApiProtocol, ClientSettings
-from mem_agent.settings.config import SETTINGS, ConfigError, MemAgentConfig, config_problems
+from mem_agent.settings.config import ENV_NAMES, ConfigError, MemAgentConfig, config_problems
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 
@@ -103,7 +103,7 @@ def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
             flag, minimum = _AGENT_FLAGS[field]
             shape = "a positive integer" if minimum == 1 else "an integer >= 0"
             problems.append(f"{flag} {value} must be {shape}")
-    overridden = {setting.env for setting in SETTINGS if setting.field in overrides}
+    overridden = {ENV_NAMES[field] for field in overrides}
     environ = {name: value for name, value in os.environ.items() if name not in overridden}
     problems_to_error(problems + config_problems(environ))
     try:

@@ -8,7 +8,7 @@ figures (memory length, cut memories, response tokens by kind) are pooled over t
 rollout, so a long document contributes its many memories, which is what they describe.
 
 Pure functions over the facts our generate hook writes into `Sample.metadata["mem_agent"]`
-(rollout.py): a training rollout brings one row per turn; evaluation brings one row per
+(host/trajectory_samples.py): a training rollout brings one row per turn; evaluation brings one row per
 question, whose `turn_facts` summarise its turns. A trajectory that failed or was aborted stays
 in every denominator with score 0, as the evaluator counts it: an accuracy over only the
 finished trajectories would rise whenever the inference tier breaks.

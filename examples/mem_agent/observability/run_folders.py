@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.report import SUMMARY_NAME
+from mem_agent.evaluation.reporting import SUMMARY_NAME
 from mem_agent.evaluation.results import read_results
 from mem_agent.observability.trajectory_records import RecordFormatError, TrajectoryRecord, read_records
 

@@ -130,10 +130,18 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def start_process(
     name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
 ) -> ManagedProcess:
-    """Start `argv` in a new process group under a tether to this process (mem_agent.tether): if we
+    """Start `argv` in a new process group under a tether to this process (serving/tether.py): if we
     die, even by SIGKILL, the group is stopped within the tether's poll plus STOP_GRACE_S."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    tether = [sys.executable, "-m", "mem_agent.tether", "--parent", str(os.getpid()), "--grace", str(STOP_GRACE_S)]
+    tether = [
+        sys.executable,
+        "-m",
+        "mem_agent.serving.tether",
+        "--parent",
+        str(os.getpid()),
+        "--grace",
+        str(STOP_GRACE_S),
+    ]
     with log_path.open("ab") as log:
         popen = subprocess.Popen(
             [*tether, "--", *argv],

@@ -1,6 +1,10 @@
 """A command tied to the process that started it: when that process is gone, the command's whole
 process group is stopped.
 
+    python -m mem_agent.serving.tether --parent PID [--grace S] -- COMMAND ...
+
+Run by run-eval.sh and `processes.start_process`, not by hand. The exit status is the command's.
+
 A run script can trap SIGTERM and SIGINT and stop what it started, but nothing can catch SIGKILL
 (a scheduler's time limit, `kill -9`): the evaluator and the servers it started would run on
 without it, holding GPUs and the run folder. So what a script or the local stack starts runs
@@ -23,6 +27,7 @@ the forking thread is the tether's only one).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import os
@@ -32,6 +37,7 @@ import sys
 import time
 from collections.abc import Sequence
 
+from mem_agent.common.usage import split_command
 from mem_agent.serving.processes import running_in_group
 
 POLL_S = 0.1  # how often the parent and the child are looked at: the delay before a stop begins
@@ -111,3 +117,34 @@ def _die_with_tether(tether: int):
             os._exit(1)
 
     return set_death_signal
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m mem_agent.serving.tether",
+        description="Run COMMAND in its own process group, stopped with it when process --parent is gone.",
+    )
+    parser.add_argument("--parent", type=int, required=True, help="PID whose end stops the command (required)")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        help="seconds between SIGTERM and SIGKILL once the parent is gone (default: %(default)s)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv, command = split_command(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    problem = "" if command else "no command: give it after --"
+    if args.parent <= 0 or args.grace < 0:
+        problem = f"--parent {args.parent} must be a PID (> 0) and --grace {args.grace} seconds (>= 0)"
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    return run_tethered(command, args.parent, args.grace)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

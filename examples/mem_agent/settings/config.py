@@ -3,8 +3,9 @@
 Environment variables are the one channel that reaches a hook inside the trainer's Ray actors
 unchanged (slime and vime pass `--runtime-env-json` env vars to every worker), so they are the
 settings interface for training, evaluation and the CLIs alike. Python owns every default: the
-shell scripts forward only what the user set. The settings table of docs/settings.md is generated from
-`SETTINGS` and a test keeps the two identical.
+shell scripts forward only what the user set. Each setting is declared once, as a field of
+`MemAgentConfig` (settings/declared.py): its variable, default, bounds and documentation, from which
+parsing, the fix-it messages, the table of docs/settings.md and summary.json's "config" all come.
 """
 
 from __future__ import annotations
@@ -12,16 +13,27 @@ from __future__ import annotations
 import difflib
 import functools
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from pydantic import BaseModel, ValidationError, model_validator
+
+from mem_agent.settings.declared import (
+    ENV_MODEL_CONFIG,
+    SettingsError,
+    env_name,
+    env_values,
+    problems_of,
+    setting,
+    settings_table,
+    shapes_answers,
+)
 from mem_agent.templates.template_file import PromptFile, PromptFileError, load_prompt_file
 
 
-class ConfigError(ValueError):
-    """A setting has a value we cannot use; the message names the variable and the fix."""
+class ConfigError(SettingsError):
+    """An agent setting has a value we cannot use; each problem names the variable and the fix."""
 
 
 class AgentMode(StrEnum):
@@ -60,198 +72,125 @@ class ProtocolChoice(StrEnum):
     OPENAI = "openai"
 
 
-@dataclass(frozen=True)
-class Setting:
-    env: str
-    field: str
-    default: Any
-    kind: str  # how the value is parsed; shown in the table of docs/settings.md
-    doc: str
-    # Whether an evaluated item's result (its answer, or how the answer is scored) can depend on the
-    # value: the evaluator reuses earlier results only when these are unchanged. Timeouts, retries,
-    # the wire protocol and training-only knobs cannot.
-    shapes_answers: bool = True
+class MemAgentConfig(BaseModel):
+    """Every agent setting: the `MEM_*` variable, default, bounds and documentation of each, once."""
 
+    model_config = ENV_MODEL_CONFIG
 
-SETTINGS: tuple[Setting, ...] = (
-    Setting("MEM_CHUNK_TOKENS", "chunk_tokens", 5000, "positive int", "Document tokens per memory turn."),
-    Setting(
-        "MEM_MAX_MEMORY",
-        "max_memory_tokens",
+    chunk_tokens: int = setting(5000, "Document tokens per memory turn.", env="MEM_CHUNK_TOKENS", ge=1)
+    max_memory_tokens: int = setting(
+        1024, "Max new tokens of a memory turn (rememr1 mode: 2048, ReMemR1's recipe).", env="MEM_MAX_MEMORY", ge=1
+    )
+    max_final_tokens: int = setting(
         1024,
-        "positive int",
-        "Max new tokens of a memory turn (rememr1 mode: 2048, ReMemR1's recipe).",
-    ),
-    Setting(
-        "MEM_MAX_FINAL",
-        "max_final_tokens",
-        1024,
-        "positive int",
         "Max new tokens of the final answer; unset, MEM_MAX_MEMORY's value (MemAgent's loop caps its final "
         "turn with the memory limit), in rememr1 mode 2048 (ReMemR1's recipe).",
-    ),
-    Setting(
-        "MEM_MAX_CHUNKS",
-        "max_chunks",
+        env="MEM_MAX_FINAL",
+        ge=1,
+    )
+    max_chunks: int = setting(
         8,
-        "int >= 0",
         "Chunk cap per document in the trainer's hooks (MemAgent's training: longer documents keep their "
         "first and last halves); 0 = no cap. The evaluation commands read whole documents unless it is set.",
-    ),
-    Setting("MEM_MODE", "mode", AgentMode.MEMAGENT, "memagent|rememr1", "Agent loop: MemAgent or ReMemR1."),
-    Setting(
-        "MEM_THINKING",
-        "thinking",
-        False,
-        "0|1",
-        "Qwen3 thinking with the built-in prompts; its `<think>` text never enters memory.",
-    ),
-    Setting(
-        "MEM_PROMPTS",
-        "prompts",
+        env="MEM_MAX_CHUNKS",
+        ge=0,
+    )
+    mode: AgentMode = setting(AgentMode.MEMAGENT, "Agent loop: MemAgent or ReMemR1.", env="MEM_MODE")
+    thinking: bool = setting(
+        False, "Qwen3 thinking with the built-in prompts; its `<think>` text never enters memory.", env="MEM_THINKING"
+    )
+    prompts: str = setting(
         "",
-        "file path",
         "Prompt-template file (see Prompt templates); empty = our built-in prompts.",
-    ),
-    Setting(
-        "MEM_REMEMR1_ALPHA",
-        "rememr1_alpha",
-        0.8,
-        "float in [0,1]",
-        "ReMemR1 outcome weight; 1 = MemAgent.",
-        shapes_answers=False,
-    ),
-    Setting(
-        "MEM_REMEMR1_STATE_SCALE",
-        "rememr1_state_scale",
+        env="MEM_PROMPTS",
+        values="a file path",
+    )
+    rememr1_alpha: float = setting(
+        0.8, "ReMemR1 outcome weight; 1 = MemAgent.", env="MEM_REMEMR1_ALPHA", shapes_answers=False, ge=0, le=1
+    )
+    rememr1_state_scale: float = setting(
         2.0,
-        "positive float",
         "ReMemR1 state rewards are multiplied by this before centring; 2 = the released code's.",
+        env="MEM_REMEMR1_STATE_SCALE",
         shapes_answers=False,
-    ),
-    Setting(
-        "MEM_RETRIEVER",
-        "retriever",
+        gt=0,
+    )
+    retriever: RetrieverKind = setting(
         RetrieverKind.TFIDF,
-        "recall|tfidf|bm25",
         "ReMemR1 recall scorer; tfidf = the released code's, recall = the paper's word recall.",
-    ),
-    Setting(
-        "MEM_REMEMR1_MEMORY",
-        "rememr1_memory",
+        env="MEM_RETRIEVER",
+    )
+    rememr1_memory: MemoryRule = setting(
         MemoryRule.RESPONSE,
-        "response|update",
         "ReMemR1 memory: the response less its recall blocks (released code) or its last update block.",
-    ),
-    Setting(
-        "MEM_REMEMR1_COVERAGE",
-        "rememr1_coverage",
+        env="MEM_REMEMR1_MEMORY",
+    )
+    rememr1_coverage: CoverageRule = setting(
         CoverageRule.SUBSTRING,
-        "substring|words",
         "ReMemR1 state reward word matching: case-sensitive sub-strings (released code) or lower-cased words.",
+        env="MEM_REMEMR1_COVERAGE",
         shapes_answers=False,
-    ),
-    Setting(
-        "MEM_FOLD_UNICODE",
-        "fold_unicode",
+    )
+    fold_unicode: bool = setting(
         False,
-        "0|1",
         "EM/F1/sub_em fold Unicode first (NFKC, Unicode punctuation deleted); 0 = the official HotpotQA rules.",
-    ),
-    Setting(
-        "MEM_SUB_EM_GUARD",
-        "sub_em_guard",
+        env="MEM_FOLD_UNICODE",
+    )
+    sub_em_guard: bool = setting(
         False,
-        "0|1",
         "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
-    ),
-    Setting(
-        "MEM_TRAJECTORY_EVERY",
-        "trajectory_every",
+        env="MEM_SUB_EM_GUARD",
+    )
+    trajectory_every: int = setting(
         1,
-        "int >= 0",
         "Training: write trajectory records every this many rollouts (under --save/trajectories); 0 = never.",
+        env="MEM_TRAJECTORY_EVERY",
         shapes_answers=False,
-    ),
-    Setting(
-        "MEM_TRAJECTORY_COUNT",
-        "trajectory_count",
+        ge=0,
+    )
+    trajectory_count: int = setting(
         8,
-        "positive int",
         "Training: trajectories recorded per recorded rollout, correct and wrong ones both kept.",
+        env="MEM_TRAJECTORY_COUNT",
         shapes_answers=False,
-    ),
-    Setting(
-        "MEM_REQUEST_TIMEOUT",
-        "request_timeout_s",
-        600.0,
-        "positive float",
-        "Seconds per request.",
-        shapes_answers=False,
-    ),
-    Setting(
-        "MEM_CONNECT_TIMEOUT", "connect_timeout_s", 10.0, "positive float", "Seconds to connect.", shapes_answers=False
-    ),
-    Setting("MEM_MAX_RETRIES", "max_retries", 3, "int >= 0", "Retries of a transient failure.", shapes_answers=False),
-    Setting(
-        "MEM_FILTER_MAX_ROUNDS",
-        "filter_max_rounds",
+        ge=1,
+    )
+    request_timeout_s: float = setting(
+        600.0, "Seconds per request.", env="MEM_REQUEST_TIMEOUT", shapes_answers=False, gt=0
+    )
+    connect_timeout_s: float = setting(
+        10.0, "Seconds to connect.", env="MEM_CONNECT_TIMEOUT", shapes_answers=False, gt=0
+    )
+    max_retries: int = setting(3, "Retries of a transient failure.", env="MEM_MAX_RETRIES", shapes_answers=False, ge=0)
+    filter_max_rounds: int = setting(
         8,
-        "positive int",
         "Dynamic filter: rounds of dropped groups (x --over-sampling-batch-size) a rollout may draw before it"
         " keeps groups without contrast.",
+        env="MEM_FILTER_MAX_ROUNDS",
         shapes_answers=False,
-    ),
-    Setting(
-        "MEM_PROTOCOL",
-        "protocol",
-        ProtocolChoice.AUTO,
-        "auto|vllm|sglang|openai",
-        "Inference API; auto = the host trainer's.",
-        shapes_answers=False,
-    ),
-)
-# MemAgentConfig fields whose value an evaluated result can depend on (see Setting.shapes_answers).
-ANSWER_SHAPING_FIELDS = frozenset(setting.field for setting in SETTINGS if setting.shapes_answers)
+        ge=1,
+    )
+    protocol: ProtocolChoice = setting(
+        ProtocolChoice.AUTO, "Inference API; auto = the host trainer's.", env="MEM_PROTOCOL", shapes_answers=False
+    )
 
+    def __init__(self, **values: Any) -> None:
+        """Settings from code: plain strings are accepted for the choices; a bad value is a ConfigError
+        naming its MEM_* variable, as from the environment."""
+        try:
+            super().__init__(**values)
+        except ValidationError as error:
+            raise ConfigError(problems_of(error, type(self))) from None
 
-@dataclass(frozen=True)
-class MemAgentConfig:
-    chunk_tokens: int = 5000
-    max_memory_tokens: int = 1024
-    max_final_tokens: int = 1024
-    max_chunks: int = 8
-    mode: AgentMode = AgentMode.MEMAGENT
-    thinking: bool = False
-    prompts: str = ""
-    rememr1_alpha: float = 0.8
-    rememr1_state_scale: float = 2.0
-    retriever: RetrieverKind = RetrieverKind.TFIDF
-    rememr1_memory: MemoryRule = MemoryRule.RESPONSE
-    rememr1_coverage: CoverageRule = CoverageRule.SUBSTRING
-    fold_unicode: bool = False
-    sub_em_guard: bool = False
-    trajectory_every: int = 1
-    trajectory_count: int = 8
-    request_timeout_s: float = 600.0
-    connect_timeout_s: float = 10.0
-    max_retries: int = 3
-    filter_max_rounds: int = 8
-    protocol: ProtocolChoice = ProtocolChoice.AUTO
-
-    def __post_init__(self) -> None:
-        for setting in SETTINGS:
-            value = getattr(self, setting.field)
-            if setting.kind in _ENUMS:  # accept plain strings from callers; store the enum
-                object.__setattr__(self, setting.field, _as_enum(setting, value))
-            else:
-                _check(setting, value)
+    @model_validator(mode="after")
+    def _rules_between_settings(self) -> MemAgentConfig:
         if self.prompts and self.thinking:
-            raise ConfigError(
+            raise ValueError(
                 f"MEM_THINKING=1 switches the built-in prompts; with MEM_PROMPTS={self.prompts} set "
                 'thinking = "on" in the file instead'
             )
         _ = self.prompt_file  # read and checked now, so every entry point reports a bad file before any work
+        return self
 
     @functools.cached_property
     def prompt_file(self) -> PromptFile | None:
@@ -262,24 +201,32 @@ class MemAgentConfig:
         try:
             return load_prompt_file(self.prompts, self.mode.value)
         except PromptFileError as error:
-            raise ConfigError(f"MEM_PROMPTS={error}") from None
+            raise ValueError(f"MEM_PROMPTS={error}") from None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemAgentConfig:
         """Settings from `environ` (default: the process environment); `overrides` win over both."""
         environ = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for setting in SETTINGS:
-            raw = environ.get(setting.env)
-            if raw is not None and raw.strip() != "":
-                values[setting.field] = _parse(setting, raw.strip())
-        values.update(overrides)
-        mode = _as_enum(_SETTING_OF["mode"], values.get("mode", AgentMode.MEMAGENT))
+        try:
+            values = env_values(cls, environ) | overrides
+        except SettingsError as error:
+            raise ConfigError(error.problems) from None
+        mode = values.get("mode", AgentMode.MEMAGENT)
+        mode = AgentMode(mode) if mode in {m.value for m in AgentMode} else mode
         for name, value in MODE_DEFAULTS.get(mode, {}).items():  # below the user's values
             values.setdefault(name, value)
-        if mode is AgentMode.MEMAGENT:  # MemAgent's final turn has the memory turns' limit
-            values.setdefault("max_final_tokens", values.get("max_memory_tokens", cls.max_memory_tokens))
-        return cls(**values)
+        config = cls(**values)
+        if mode == AgentMode.MEMAGENT and "max_final_tokens" not in values:  # MemAgent's final turn has the
+            config = config.replaced(max_final_tokens=config.max_memory_tokens)  # memory turns' limit
+        return config
+
+    def replaced(self, **changes: Any) -> MemAgentConfig:
+        """A copy with `changes`, validated like any other."""
+        return type(self)(**(self.model_dump() | changes))
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as a run records them (summary.json): field names, plain JSON values."""
+        return self.model_dump(mode="json")
 
     @property
     def chunk_cap_tokens(self) -> int | None:
@@ -294,7 +241,9 @@ class MemAgentConfig:
 MODE_DEFAULTS: dict[AgentMode, dict[str, Any]] = {
     AgentMode.REMEMR1: {"max_memory_tokens": 2048, "max_final_tokens": 2048},
 }
-_SETTING_OF = {setting.field: setting for setting in SETTINGS}
+# The variable of each field, and the fields whose value an evaluated result can depend on.
+ENV_NAMES: dict[str, str] = {name: env_name(info) for name, info in MemAgentConfig.model_fields.items()}
+ANSWER_SHAPING_FIELDS = frozenset(name for name, info in MemAgentConfig.model_fields.items() if shapes_answers(info))
 
 
 # MEM_* variables the package reads that are not agent settings: the local stack's addresses for
@@ -317,26 +266,18 @@ def config_problems(environ: Mapping[str, str] | None = None) -> list[str]:
     prefix names its own variables in MEM_ALLOW_UNKNOWN (comma-separated).
     """
     environ = os.environ if environ is None else environ
-    problems = []
-    for setting in SETTINGS:
-        raw = environ.get(setting.env)
-        if raw is not None and raw.strip() != "":
-            try:
-                _parse(setting, raw.strip())
-            except ConfigError as error:
-                problems.append(str(error))
-    if not problems:  # each value is usable alone: now the rules between them and the template file
-        try:
-            MemAgentConfig.from_env(environ)
-        except ConfigError as error:
-            problems.append(str(error))
+    try:
+        MemAgentConfig.from_env(environ)
+        problems = []
+    except ConfigError as error:
+        problems = error.problems
     return problems + unknown_variable_problems(environ)
 
 
 def unknown_variable_problems(environ: Mapping[str, str]) -> list[str]:
     """One message per MEM_* variable that is neither a setting, one of ours, nor allowed by
     MEM_ALLOW_UNKNOWN; each names the nearest settings."""
-    known = [setting.env for setting in SETTINGS]
+    known = list(ENV_NAMES.values())
     allowed = {name.strip() for name in environ.get(ALLOW_UNKNOWN_VARIABLE, "").split(",") if name.strip()}
     problems = []
     for name in sorted(environ):
@@ -354,88 +295,6 @@ def unknown_variable_problems(environ: Mapping[str, str]) -> list[str]:
     return problems
 
 
-def _fail(setting: Setting, raw: object) -> ConfigError:
-    return ConfigError(f"{setting.env}={raw} must be {_DESCRIPTIONS[setting.kind]} (default {_shown(setting)})")
-
-
-def _shown(setting: Setting) -> str:
-    default = setting.default
-    if isinstance(default, bool):
-        return "1" if default else "0"
-    return str(default) if default != "" else '""'
-
-
-_DESCRIPTIONS = {
-    "positive int": "a positive integer",
-    "int >= 0": "an integer >= 0",
-    "positive float": "a positive number",
-    "float in [0,1]": "a number between 0 and 1",
-    "0|1": "0 or 1",
-    "file path": "a file path",
-    "memagent|rememr1": "one of memagent, rememr1",
-    "recall|tfidf|bm25": "one of recall, tfidf, bm25",
-    "response|update": "one of response, update",
-    "substring|words": "one of substring, words",
-    "auto|vllm|sglang|openai": "one of auto, vllm, sglang, openai",
-}
-
-_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
-_ENUMS: dict[str, type[StrEnum]] = {
-    "memagent|rememr1": AgentMode,
-    "recall|tfidf|bm25": RetrieverKind,
-    "response|update": MemoryRule,
-    "substring|words": CoverageRule,
-    "auto|vllm|sglang|openai": ProtocolChoice,
-}
-
-
-def _parse(setting: Setting, raw: str) -> Any:
-    parsers: dict[str, Callable[[str], Any]] = {
-        "positive int": int,
-        "int >= 0": int,
-        "positive float": float,
-        "float in [0,1]": float,
-        "0|1": lambda text: _BOOLEANS[text.lower()],
-        "file path": str,
-    }
-    try:
-        if setting.kind in _ENUMS:
-            return _as_enum(setting, raw)
-        value = parsers[setting.kind](raw)
-        _check(setting, value)
-        return value
-    except (ValueError, KeyError):  # ConfigError included: report the text as the user wrote it
-        raise _fail(setting, raw) from None
-
-
-def _as_enum(setting: Setting, value: Any) -> StrEnum:
-    try:
-        return _ENUMS[setting.kind](str(value).lower())
-    except ValueError:
-        raise _fail(setting, value) from None
-
-
-def _check(setting: Setting, value: Any) -> None:
-    kind = setting.kind
-    if kind == "0|1":
-        ok = isinstance(value, bool)
-    elif kind == "file path":
-        ok = isinstance(value, str)
-    elif kind in ("positive int", "int >= 0"):
-        minimum = 1 if kind == "positive int" else 0
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-    elif kind == "positive float":
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-    else:  # float in [0,1]
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
-    if not ok:
-        raise _fail(setting, value)
-
-
 def settings_table_markdown() -> str:
     """The settings table of docs/settings.md, generated so documentation and code cannot drift apart."""
-    rows = ["| variable | default | values | meaning |", "|---|---|---|---|"]
-    for setting in SETTINGS:
-        values = setting.kind.replace("|", r" \| ")  # a bare pipe would split the table cell
-        rows.append(f"| `{setting.env}` | `{_shown(setting)}` | {values} | {setting.doc} |")
-    return "\n".join(rows)
+    return settings_table(MemAgentConfig)

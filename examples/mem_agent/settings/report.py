@@ -3,15 +3,14 @@
 Python owns every default (config.py), so a launch script asks this module what the workers will
 see instead of repeating the defaults in shell: the values come from the same
 `MemAgentConfig.from_env` the hooks call, with each one's origin (set by the user, Python's
-default, or the mode's default). Standard library only: any Python 3.11 can run it.
-"""
+default, or the mode's default)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 
-from mem_agent.settings.config import MODE_DEFAULTS, SETTINGS, AgentMode, MemAgentConfig
+from mem_agent.settings.config import ENV_NAMES, MODE_DEFAULTS, AgentMode, MemAgentConfig
 
 
 def settings_lines(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -20,17 +19,17 @@ def settings_lines(environ: Mapping[str, str] | None = None) -> list[str]:
     config = MemAgentConfig.from_env(environ)
     mode_defaults = MODE_DEFAULTS.get(config.mode, {})
     lines = []
-    for setting in SETTINGS:
-        value = getattr(config, setting.field)
-        if environ.get(setting.env, "").strip():
+    for field, env in ENV_NAMES.items():
+        value = getattr(config, field)
+        if environ.get(env, "").strip():
             origin = "set"
-        elif setting.field in mode_defaults:
+        elif field in mode_defaults:
             origin = f"default of {config.mode.value} mode"
-        elif setting.env == "MEM_MAX_FINAL" and config.mode is AgentMode.MEMAGENT:
+        elif field == "max_final_tokens" and config.mode is AgentMode.MEMAGENT:
             origin = "default: MEM_MAX_MEMORY's value, as MemAgent's final turn"
         else:
             origin = "default"
-        lines.append(f"{setting.env}={_shown(value)} ({origin})")
+        lines.append(f"{env}={_shown(value)} ({origin})")
     lines.append(chunk_cap_line(config))
     return lines
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +91,7 @@ def settings_facts(
     facts of the prompts the run uses (built-in, or the template file's path, sha256 and source,
     from the read that built them)."""
     return {
-        "config": {key: value.value if isinstance(value, Enum) else value for key, value in asdict(config).items()},
+        "config": config.recorded(),
         "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
         "sampling": asdict(sampling),
         "tokenizer": _tokenizer_fact(tokenizer),

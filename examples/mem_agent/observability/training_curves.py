@@ -118,6 +118,29 @@ def write_summary(run: RunMetrics, output_dir: Path, *, plot: bool = True) -> li
     return written
 
 
+@dataclass(frozen=True)
+class CurvesRequest:
+    """The trainer's --save folder (or its trajectories/ folder) and where the tables go."""
+
+    run_dir: Path
+    output_dir: Path | None  # default: the folder holding metrics.jsonl
+    plot: bool
+
+
+def summarize_training_run(request: CurvesRequest) -> None:
+    """Write the tables (and the plot) and print the last rollout's reward and accuracy.
+    UsageError: no metrics file, or one without a rollout yet."""
+    run = read_run(request.run_dir)
+    written = write_summary(run, request.output_dir or run.source.parent, plot=request.plot)
+    last = run.rollouts[-1]
+    print(
+        f"{len(run.rollouts)} rollouts (last: {last['rollout_id']}, reward {last.get('reward/mean', 0.0):.3f},"
+        f" strict {100 * last.get('accuracy/strict', 0.0):.1f}%, sub_em {100 * last.get('accuracy/sub_em', 0.0):.1f}%)"
+    )
+    for path in written:
+        print(f"wrote {path}")
+
+
 def draw(run: RunMetrics, path: Path) -> None:
     """Reward (mean, with a +-1 std band) and accuracy per rollout; eval sets as marked lines."""
     import matplotlib

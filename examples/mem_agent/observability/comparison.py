@@ -16,19 +16,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mem_agent.common.atomic_files import write_figure_png
+from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.report import SUMMARY_NAME, tokens_label
+from mem_agent.evaluation.reporting import SUMMARY_NAME, tokens_label
 from mem_agent.evaluation.results import COMPLETED, read_results
 
 METRICS = ("sub_em", "em", "f1", "strict")
+PLOT_NAME = "compare.png"
+NUMBERS_NAME = "compare.json"
 
 
 class NotComparableError(ValueError):
@@ -210,3 +213,74 @@ def plot_runs(runs: Sequence[EvalRun], metric: str, path: Path) -> None:
     axes.legend(fontsize=8)
     figure.tight_layout()
     write_figure_png(figure, path)
+
+
+@dataclass(frozen=True)
+class ComparisonRequest:
+    """The runs (evaluator output folders) with their labels, the metric, and where the plot and
+    the numbers go; `force` compares runs over different data or scoring rules anyway."""
+
+    runs: tuple[Path, ...]
+    labels: tuple[str, ...] | None  # default: "mode: folder name"
+    metric: str
+    output_dir: Path
+    seed: int
+    resamples: int
+    force: bool
+
+
+def compare_runs(request: ComparisonRequest) -> None:
+    """Print the per-length table and the paired differences, write the numbers and the plot.
+    UsageError: fewer than two runs, labels that do not match them, a run that cannot be read, or
+    runs that cannot be compared (without `force`); nothing is written then."""
+    runs, problems = _comparable_runs(request)
+    for path in unchecked_data(runs):
+        print(f"note: {path}/summary.json records no data sha256 (an older run): its data was not checked")
+    for problem in problems:
+        print(f"warning (--force): {problem}")
+    metric = request.metric
+    differences = [
+        d
+        for first, second in itertools.combinations(runs, 2)
+        for d in paired_difference(first, second, metric, seed=request.seed, resamples=request.resamples)
+    ]
+    print(length_table(runs, metric))
+    print()
+    print(pairs_table(differences, metric))
+    request.output_dir.mkdir(parents=True, exist_ok=True)
+    numbers = {
+        "metric": metric,
+        "runs": {run.name: str(run.path) for run in runs},
+        "pairs": [{k: _finite(v) for k, v in asdict(d).items()} for d in differences],
+    }
+    numbers_path, plot_path = request.output_dir / NUMBERS_NAME, request.output_dir / PLOT_NAME
+    write_text_atomic(numbers_path, json.dumps(numbers, indent=2, allow_nan=False, default=str) + "\n")
+    plot_runs(runs, metric, plot_path)
+    print(f"plot: {plot_path}  numbers: {numbers_path}")
+
+
+def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[str]]:
+    """The runs, read and named, and what differs between them (empty unless forced)."""
+    if len(request.runs) < 2:
+        raise UsageError("give two or more runs to compare")
+    if request.labels is not None and len(request.labels) != len(request.runs):
+        raise UsageError(f"--labels names {len(request.labels)} runs but {len(request.runs)} were given")
+    if request.resamples <= 0:
+        raise UsageError(f"--resamples {request.resamples} must be a positive integer")
+    labels = request.labels or [None] * len(request.runs)
+    runs = [load_eval_run(path, label) for path, label in zip(request.runs, labels, strict=True)]
+    runs = runs if request.labels else _named(runs)
+    problems = comparison_problems(runs)
+    if problems and not request.force:
+        raise UsageError(f"runs cannot be compared: {'; '.join(problems)} (pass --force to compare anyway)")
+    return runs, problems
+
+
+def _named(runs: list[EvalRun]) -> list[EvalRun]:
+    """Runs named by mode and folder name, and by path where two folders share a name."""
+    names = [run.name for run in runs]
+    return [replace(run, name=f"{run.mode}: {run.path}") if names.count(run.name) > 1 else run for run in runs]
+
+
+def _finite(value: object) -> object:
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -10,7 +10,7 @@ setting, and three kinds of question:
 - comparison: "Who was born first, Ada Velmont or Tobin Ashgrove?" (answer: a name);
 - yes/no: "Were Ada Velmont and Tobin Ashgrove born in the same town?".
 
-The command is `python -m mem_agent.synthetic_qa` (mem_agent/synthetic_qa.py).
+The command is `python -m mem_agent.synthetic_qa`; `write_synthetic_set` is its work.
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from mem_agent.common.jsonstream import write_json_array_atomic
+from mem_agent.common.usage import UsageError
 
 _FIRST = "Ada Bram Cora Dario Elin Fenn Greta Hugo Ines Jory Kaia Lior Mira Nils Odile Pavel Quin Rhea Soren Tova"
 _SYLLABLES = [
@@ -144,3 +148,22 @@ def make_question(names: _Names, index: int) -> dict:
 def generate(num_questions: int, seed: int) -> list[dict]:
     names = _Names(random.Random(seed), set())
     return [make_question(names, index) for index in range(num_questions)]
+
+
+@dataclass(frozen=True)
+class SyntheticRequest:
+    out: Path  # a JSON array file
+    num_questions: int
+    seed: int
+
+
+def write_synthetic_set(request: SyntheticRequest) -> None:
+    """Write the set and say how many questions it holds. UsageError: a count that is not
+    positive, or an output that cannot be written."""
+    if request.num_questions <= 0:
+        raise UsageError(f"--num-questions {request.num_questions} must be a positive integer")
+    try:
+        count = write_json_array_atomic(request.out, generate(request.num_questions, request.seed))
+    except OSError as error:
+        raise UsageError(f"cannot write {request.out}: {error.strerror}") from None
+    print(f"wrote {count} synthetic questions to {request.out} (invented facts, seed {request.seed})")

@@ -1,0 +1,169 @@
+"""convert-to-hf.sh: Megatron checkpoints of a training run (SAVE_PATH/iter_XXXXXXX) to Hugging Face
+folders with the trainer's own converter. Python decides which iterations to convert; the script runs
+the converter for each.
+
+An iteration whose output folder has a config.json is done: the converter copies config.json last,
+so its presence means the conversion finished. A folder without it (an interrupted conversion) is
+converted again with --force; nothing else is ever overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mem_agent.launch.problems import Problems
+from mem_agent.launch.script_settings import help_text, read, script_main
+from mem_agent.launch.shell import Value
+from mem_agent.launch.trainer_paths import TrainerPaths
+from mem_agent.settings.declared import setting
+
+CONVERTER = "tools/convert_torch_dist_to_hf.py"
+_ITERATION = re.compile(r"^(?:iter_)?(\d+)$")
+OWN = "Conversion"
+
+
+class ConvertSettings(TrainerPaths):
+    out_root: str = setting(
+        "${SAVE_PATH}_hf", "Converted models go to OUT_ROOT/iter_XXXXXXX.", env="OUT_ROOT", path=True, section=OWN
+    )
+    single_iter: str = setting(
+        "",
+        "Convert only this iteration; unset: every iteration.",
+        env="SINGLE_ITER",
+        values="a number like 99 or iter_0000099",
+        section=OWN,
+        pattern=_ITERATION.pattern,
+    )
+    vocab_size: int | None = setting(
+        None,
+        "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
+        " HF_CKPT/config.json, or its text_config).",
+        env="VOCAB_SIZE",
+        values="a positive integer",
+        section=OWN,
+        gt=0,
+    )
+    dry_run: bool = setting(False, "Print the commands instead of running them.", env="DRY_RUN", section=OWN)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """What to convert: iterations in order, the ones to redo with --force, how many are done."""
+
+    settings: ConvertSettings
+    iterations: list[str]
+    redo: list[str]
+    skipped: list[str]
+    vocab_size: int | None
+
+
+def plan_conversion(environ: Mapping[str, str], problems: Problems, prefix: str = "") -> Conversion:
+    """Every check of a conversion; problems are prefixed with `prefix` (run-eval.sh's CONVERT=1)."""
+    own = Problems(dry_run=environ.get("DRY_RUN", "").strip() == "1")
+    settings = read(ConvertSettings, environ, own)
+    own.dry_run = settings.dry_run
+    save, hf = Path(settings.save_path), Path(settings.hf_ckpt)
+    own.require_path("SAVE_PATH", save, "training save folder")
+    has_model = own.require_path("HF_CKPT", hf, "original Hugging Face model", "the model training started from")
+    if has_model and not (hf / "config.json").is_file():
+        own.missing(f"HF_CKPT={hf} has no config.json: not a Hugging Face model folder")
+    root = Path(settings.trainer_root)
+    if own.require_path("TRAINER_ROOT", root, "slime or vime checkout") and not (root / CONVERTER).is_file():
+        own.missing(f"{root / CONVERTER} not found: TRAINER_ROOT is not a slime or vime checkout")
+    own.require_path("MEGATRON_PATH", Path(settings.megatron_path), "Megatron-LM checkout", "the converter imports it")
+    vocab = settings.vocab_size or _vocabulary(hf / "config.json", own)
+    iterations = _iterations(settings, own)
+    problems.extend(own.found, prefix)
+    problems.warnings.extend(f"{prefix}{text}" for text in own.warnings)
+    out_root = Path(settings.out_root)
+    done = [name for name in iterations if (out_root / name / "config.json").is_file()]
+    redo = [name for name in iterations if name not in done and (out_root / name).exists()]
+    todo = [name for name in iterations if name not in done]
+    return Conversion(settings, todo, redo, done, vocab)
+
+
+def _vocabulary(config_path: Path, problems: Problems) -> int | None:
+    """The model's own vocabulary size (a VLM keeps it under text_config), read before anything runs."""
+    if not config_path.is_file():
+        return None
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        problems.problem(f"HF_CKPT={config_path.parent}: {config_path}: {error}")
+        return None
+    if not isinstance(config, dict):
+        problems.problem(f"HF_CKPT={config_path.parent}: {config_path}: not a JSON object")
+        return None
+    size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        problems.problem(f"HF_CKPT={config_path.parent}: {config_path} has no vocab_size (set VOCAB_SIZE)")
+        return None
+    return size
+
+
+def _iterations(settings: ConvertSettings, problems: Problems) -> list[str]:
+    save = Path(settings.save_path)
+    if settings.single_iter:
+        name = f"iter_{int(_ITERATION.fullmatch(settings.single_iter).group(1)):07d}"  # type: ignore[union-attr]
+        if save.is_dir() and not (save / name).is_dir():
+            problems.missing(f"SINGLE_ITER={settings.single_iter}: {save / name} not found")
+        return [name]
+    if not save.is_dir():
+        return []
+    found = sorted(entry.name for entry in save.iterdir() if entry.is_dir() and entry.name.startswith("iter_"))
+    if not found:
+        problems.missing(f"SAVE_PATH={save} has no iter_* checkpoint folders (has training saved yet?)")
+    return found
+
+
+def converted_path(environ: Mapping[str, str], problems: Problems) -> tuple[Conversion, Path]:
+    """The conversion run-eval.sh's CONVERT=1 runs first, and the model folder it writes."""
+    conversion = plan_conversion(environ, problems, prefix="CONVERT=1, convert-to-hf.sh: ")
+    name = conversion.iterations[0] if conversion.iterations else (conversion.skipped or ["iter_?"])[0]
+    return conversion, Path(conversion.settings.out_root) / name
+
+
+def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
+    conversion = plan_conversion(environ, problems)
+    settings = conversion.settings
+    problems.dry_run = settings.dry_run
+    for name in conversion.skipped:
+        print(
+            f"skip {name}: {Path(settings.out_root) / name} is already converted (it has config.json)", file=sys.stderr
+        )
+    for name in conversion.redo:
+        print(
+            f"redo {name}: {Path(settings.out_root) / name} has no config.json (an interrupted conversion)",
+            file=sys.stderr,
+        )
+    return {
+        "DRY_RUN": settings.dry_run,
+        "SAVE_PATH": settings.save_path,
+        "HF_CKPT": settings.hf_ckpt,
+        "OUT_ROOT": settings.out_root,
+        "TRAINER_ROOT": settings.trainer_root,
+        "MEGATRON_PATH": settings.megatron_path,
+        "CONVERTER": str(Path(settings.trainer_root) / CONVERTER),
+        "VOCAB_ARGS": ["--vocab-size", str(conversion.vocab_size)] if conversion.vocab_size else [],
+        "ITERATIONS": conversion.iterations,
+        "REDO": conversion.redo,
+        "SKIPPED": len(conversion.skipped),
+    }
+
+
+def _help() -> str:
+    return help_text(
+        ConvertSettings,
+        "[VAR=value ...] bash examples/mem_agent/convert-to-hf.sh [-h | --help]",
+        __doc__ or "",
+        "PYTHON: the interpreter with torch and the trainer's requirements that runs the converter (default: python3).",
+    )
+
+
+def main(argv: list[str], environ: Mapping[str, str]) -> int:
+    return script_main(argv, environ, help_page=_help, plan=_plan)

@@ -1,0 +1,39 @@
+"""A run as one offline HTML page: the work of `python -m mem_agent.view` (the page itself is
+viewer.py's, the run's records run_folders.py's).
+
+The limits and the output path are checked before the run is read, so a mistyped flag costs
+nothing on a large run; what the page leaves out is said on the page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mem_agent.common.usage import UsageError
+from mem_agent.observability.run_folders import load_run
+from mem_agent.observability.viewer import ViewLimits, write_page
+
+__all__ = ["PageRequest", "write_run_page"]
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """A trajectory file, an evaluation folder or a training folder, and the page to write."""
+
+    run: Path
+    output: Path
+    limits: ViewLimits
+
+
+def write_run_page(request: PageRequest) -> None:
+    """Write the page and print what it holds. UsageError: a limit that is not positive, an output
+    that is a folder, or a run that cannot be read; OSError: the page could not be written."""
+    for flag, value in (("--max-items", request.limits.max_items), ("--max-turns", request.limits.max_turns)):
+        if value <= 0:
+            raise UsageError(f"{flag} {value} must be a positive integer")
+    if request.output.is_dir():
+        raise UsageError(f"--output {request.output} is a folder, not a file")
+    run = load_run(request.run)
+    size = write_page(run, request.output, request.limits)
+    print(f"{request.output}: {len(run.records)} questions from {run.kind} run {run.path} ({size / 1e6:.2f} MB)")
