@@ -118,7 +118,7 @@ def test_results_without_a_summary_are_reused_with_a_note(tmp_path, capsys):
     assert "holds results but no summary.json" in capsys.readouterr().out
 
 
-def test_raising_timeouts_retries_protocol_or_loader_after_failed_items_reuses_the_results(
+def test_raising_timeouts_retries_or_protocol_after_failed_items_reuses_the_results(
     instant_server, data_root, tmp_path, monkeypatch
 ):
     """They cannot change a finished result: a rerun that raises them (to redo failed items) reuses
@@ -129,7 +129,6 @@ def test_raising_timeouts_retries_protocol_or_loader_after_failed_items_reuses_t
         "MEM_CONNECT_TIMEOUT": "30",
         "MEM_MAX_RETRIES": "6",
         "MEM_PROTOCOL": "sglang",
-        "MEM_TOKENIZER": "light",
     }
     for name, value in changed.items():
         monkeypatch.setenv(name, value)
@@ -137,7 +136,7 @@ def test_raising_timeouts_retries_protocol_or_loader_after_failed_items_reuses_t
     run = _summary(tmp_path)["run"]
     assert (run["items_run"], run["items_reused"]) == (2, 1)
     assert run["config"]["request_timeout_s"] == 1200.0 and run["config"]["max_retries"] == 6
-    assert run["config"]["protocol"] == "sglang" and run["config"]["tokenizer"] == "light"
+    assert run["config"]["protocol"] == "sglang"
 
 
 def test_an_older_summary_is_compared_on_its_answer_shaping_settings_only():
