@@ -22,6 +22,7 @@ from pathlib import Path
 from bench import (
     bench_chunking,
     bench_consistency,
+    bench_jsonstream,
     bench_linear,
     bench_memory,
     bench_over_1m,
@@ -34,7 +35,9 @@ from mem_agent.serving.cpu_stack import StackSettings, local_stack
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_OUT = RESULTS_DIR / "latest.json"
-NAMES = ("chunking", "scheduling", "memory", "overhead", "linear", "startup", "consistency", "over_1m")
+NAMES = (
+    "chunking", "scheduling", "memory", "overhead", "linear", "startup", "consistency", "jsonstream", "over_1m"
+)  # fmt: skip
 SHORT_DTYPE = {"bfloat16": "bf16", "float32": "fp32"}
 
 
@@ -87,12 +90,19 @@ def checks(results: dict) -> list[Check]:
             found.append(
                 Check("6 start-up", f"{client}: first request (s)", seconds, f"<= {target}", seconds <= target)
             )
+        seconds, target = startup["median_s"]["hook_in_host"], startup["host_target_s"]
+        found.append(Check("6 start-up", "hook in a host: agent ready (s)", seconds, f"<= {target}", seconds <= target))
     for dtype, server in results.get("consistency", {}).get("servers", {}).items():
         label = SHORT_DTYPE.get(dtype, dtype)
         ratio, mean, share = server["max_over_tolerance"], server["mean_over_ulp"], server["caught_share"]
         found.append(Check("7 row consistency", f"max |diff| / tolerance, {label}", ratio, "<= 1", ratio <= 1))
         found.append(Check("7 row consistency", f"mean |diff| / ulp, {label}", mean, "<= 1", mean <= 1))
         found.append(Check("7 row consistency", f"corrupted steps caught, {label}", share, "= 1", share == 1))
+    if "jsonstream" in results:
+        stream = results["jsonstream"]
+        ratio, peak = stream["ours_time_over_json_load"], stream["json_load_peak_over_ours"]
+        found.append(Check("8 eval file read", "streamed / json.load, time", ratio, "<= 1.2", ratio <= 1.2))
+        found.append(Check("8 eval file read", "json.load / streamed, peak RSS", peak, ">= 5", peak >= 5))
     return found
 
 
@@ -132,6 +142,7 @@ def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
         ("scheduling", bench_scheduling),
         ("memory", bench_memory),
         ("startup", bench_startup),
+        ("jsonstream", bench_jsonstream),
         ("over_1m", bench_over_1m),
     ):
         if wanted(name):

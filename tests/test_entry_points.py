@@ -96,3 +96,18 @@ def test_a_hook_module_runs_from_a_folder_outside_the_checkout(tmp_path: Path):
     code = "import mem_agent.rollout as r, mem_agent.custom_convert as c; print(r.generate.__name__)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "generate", result.stderr[-500:]
+
+
+@pytest.mark.parametrize("argv", [[], ["no-such-script"]])
+def test_the_launch_room_without_a_known_name_is_a_usage_error_listing_the_names(argv: list[str]):
+    from mem_agent.launch.__main__ import SCRIPTS
+
+    result = subprocess.run(
+        [sys.executable, "-m", "mem_agent.launch", *argv], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert all(name in result.stderr for name in SCRIPTS)
+    shown = subprocess.run(
+        [sys.executable, "-m", "mem_agent.launch", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert shown.returncode == 0 and all(name in shown.stdout for name in SCRIPTS)

@@ -182,7 +182,7 @@ def test_a_disk_error_is_logged_and_training_goes_on(tokenizer, rows, tmp_path, 
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     _, result = _step(tokenizer, rows[:1], save=str(blocker))
-    assert result.data["tokens"] and "could not write" in caplog.text
+    assert result.data["tokens"] and str(blocker) in caplog.text
     assert _ours("rollout/step")["rollout/mem_agent/trajectories"] == N
 
 

@@ -1,4 +1,4 @@
-"""Every training row our hooks emit is what the model saw (issue 13 item 5).
+"""Every training row our hooks emit is what the model saw.
 
 Rows come from whole host rollout steps (the host double's data source and rollout loop, our
 generate / reward / reward_post_process hooks and our convert) against vLLM's CPU build behind

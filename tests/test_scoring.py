@@ -338,7 +338,7 @@ def test_an_answer_that_normalises_to_nothing_is_inside_every_answer_as_in_memag
 
 
 def test_with_the_empty_guard_an_empty_answer_matches_only_an_empty_one():
-    """MEM_SUB_EM_GUARD: a prediction such as "the" or "?" no longer matches every answer."""
+    """MEM_SUB_EM_GUARD: a prediction such as "the" or "?" does not match every answer."""
     assert substring_exact_match("", "Paris", GUARDED) == 0.0
     assert substring_exact_match("the", "Paris", GUARDED) == 0.0
     assert substring_exact_match("?!", "Paris", GUARDED) == 0.0

@@ -75,8 +75,8 @@ def test_run_eval_reports_every_bad_setting_in_one_message_and_writes_nothing(tm
 
 @pytest.mark.parametrize("length", ["abc", "0", "50 50", "2.5"])
 def test_run_eval_names_length_itself_instead_of_an_internal_tools_usage(tmp_path, length):
-    """LENGTH=abc used to print build_long_context's argparse usage about --num-docs and leave a
-    synthetic_qa.json behind."""
+    """A bad LENGTH is named as the user typed it, not as the flag of a tool the script runs, and
+    nothing is written."""
     result = _script(RUN_EVAL, {"LENGTH": length}, cwd=tmp_path)
     (problem,) = refusal(result)
     assert problem.startswith(f"LENGTH={length} ")
@@ -109,8 +109,8 @@ def test_run_eval_names_length_itself_instead_of_an_internal_tools_usage(tmp_pat
     ],
 )
 def test_run_eval_refuses_settings_the_chosen_mode_would_ignore_or_cannot_use(tmp_path, env, not_used, refused):
-    """DATA_ROOT=/missing in the demo used to be ignored silently, and the run exited 0. A value with a
-    line break, or a number that is not finite, is refused by name."""
+    """A setting the chosen mode would ignore (DATA_ROOT in the demo) is refused, not dropped; a value
+    with a line break, or a number that is not finite, is refused by name."""
     problems = refusal(_script(RUN_EVAL, env, cwd=tmp_path))
     assert sorted(unused(problems)) == sorted(not_used), problems
     assert sorted(set(named(problems)) - set(unused(problems))) == sorted(refused), problems

@@ -3,30 +3,25 @@ before, the answer against the gold, and training curves; checked in a real head
 
 from __future__ import annotations
 
+import json
 import re
 import struct
+import sys
 from pathlib import Path
 
 import pytest
 
 from mem_agent import view
+from mem_agent.observability.rollout_curves import CURVES, rollout_curves
 from mem_agent.observability.run_folders import load_run
-from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord, append_records
-from mem_agent.observability.viewer import rollout_curves
-from mem_agent.observability.word_diff import diff_html, words
-from support.browser import MemoryText, render
+from mem_agent.observability.trajectory_records import SCHEMA
+from mem_agent.observability.word_diff import diff_words, words
+from support.browser import MemoryText, PageText, render
 from support.scripts import PROJECT_ROOT, run_script, write_executable
 from support.trajectory_runs import evaluation_run, memories_for, training_run
 
 DOCS_SCREENSHOT = PROJECT_ROOT / "docs" / "images" / "viewer.png"
 TEST_SH = PROJECT_ROOT / "scripts" / "test.sh"
-
-
-def _visible(fragment: str) -> str:
-    """What a diff fragment reads as with changes unmarked: deleted words gone, tags gone, entities decoded."""
-    import html
-
-    return html.unescape(re.sub(r"<[^>]+>", "", re.sub(r"<del>.*?</del>", "", fragment, flags=re.S)))
 
 
 def test_words_put_back_together_give_the_text():
@@ -35,12 +30,11 @@ def test_words_put_back_together_give_the_text():
 
 
 def test_a_diff_reads_as_the_new_memory_and_counts_the_words_changed():
-    """Unmarking a diff leaves the new memory exactly; the markup escapes the model's own '<', '&'."""
+    """The kept and added runs give the new memory back exactly; the dropped ones are the old words."""
     old, new = "the river is long. <b>", "the river is wide. <b> & more"
-    fragment, counts = diff_html(old, new)
-    assert _visible(fragment) == new
-    assert "<del>long. </del>" in fragment and "<ins>wide. </ins>" in fragment
-    assert "&lt;b&gt;" in fragment and "<b>" not in fragment.replace("<del>", "").replace("<ins>", "")
+    runs, counts = diff_words(old, new)
+    assert "".join(text for kind, text in runs if kind != "del") == new
+    assert ("del", "long. ") in runs and ("ins", "wide. ") in runs
     assert (counts.added, counts.removed) == (3, 1)
 
 
@@ -61,6 +55,7 @@ def test_an_evaluation_without_trajectories_shows_answers_and_says_how_to_see_me
     assert "run with --save-trajectories to see memories" in page
     assert page.count('<details class="item"') == 3 and "no turn records for this question" in page
     assert "Accuracy by length" in page and "<td>66.7</td>" in page
+    assert "<svg" not in page  # an evaluation has no curves over rollouts
 
 
 def test_a_large_run_is_capped_and_the_page_says_so(tokenizer, tmp_path):
@@ -101,7 +96,9 @@ def test_the_page_works_offline_in_chromium_and_shows_every_memory(tokenizer, tm
     page = tmp_path / "train.html"
     assert view.main([str(run_dir), "-o", str(page)]) == 0
     text = page.read_text(encoding="utf-8")
-    assert not re.search(r"\b(src|href)=|@import|url\(", text)  # nothing fetched: works offline
+    references = re.findall(r'(?:src|href)="([^"]*)"|url\(([^)]*)\)', text)
+    assert all(target.startswith("#") for pair in references for target in pair if target)  # in-page only
+    assert "@import" not in text  # nothing fetched: works offline
 
     screenshot = tmp_path / "viewer.png"
     rendered = render(page, tmp_path / "profile", screenshot=screenshot)
@@ -113,10 +110,21 @@ def test_the_page_works_offline_in_chromium_and_shows_every_memory(tokenizer, tm
     expected = [m for rollout in (2, 1, 0) for index in range(4) for m in memories_for(index, 2 + rollout)]
     assert parsed.memories == expected
     assert re.search(r'<span id="shown">12</span>', rendered.dom)
+    assert text.count("<svg") == 1 and all(name in text for name in CURVES)  # the curves, drawn by matplotlib
 
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", screenshot.read_bytes()[16:24])
     assert (width, height) == (1100, 900)
+
+
+def test_a_training_page_without_matplotlib_shows_everything_but_the_curves(tokenizer, tmp_path, monkeypatch):
+    """Plots need the eval extra; without it the page still holds every question and names the extra."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    run_dir = training_run(tokenizer, tmp_path / "train", rollouts=2, per_rollout=2)
+    assert view.main([str(run_dir), "-o", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "<svg" not in page and "mem-agent[eval]" in page
+    assert page.count('<details class="item"') == 4
 
 
 def test_a_link_opens_the_page_filtered_in_chromium(tokenizer, tmp_path):
@@ -135,8 +143,9 @@ def test_a_link_opens_the_page_filtered_in_chromium(tokenizer, tmp_path):
 
 def _shown(dom: str) -> list[tuple[str, str]]:
     """(outcome, item id) of each question the page left visible, in page order."""
-    items = re.findall(r'(<details class="item"[^>]*>).*?#(\d+)</span>', dom, flags=re.S)
-    return [(re.search(r'data-outcome="(\w+)"', tag).group(1), item) for tag, item in items if 'hidden=""' not in tag]
+    pattern = r'(<details class="item"[^>]*>)\s*<summary><span class="badge (\w+)">.*?#(\d+)</span>'
+    items = re.findall(pattern, dom, flags=re.S)
+    return [(outcome, item) for tag, outcome, item in items if 'hidden=""' not in tag]
 
 
 def test_the_docs_screenshot_is_a_small_png():
@@ -183,22 +192,42 @@ def test_the_test_command_refuses_a_dry_run_other_than_0_or_1(tmp_path):
     assert result.returncode == 2 and result.stderr == "error: DRY_RUN=yes must be 0 or 1 (nothing was run)\n"
 
 
-def test_text_that_looks_like_markup_is_shown_never_run(tmp_path):
-    """Questions, answers, memories and recall queries are model or user text: every one is escaped,
-    so the page's only script is its own and no attribute can be broken out of."""
-    evil = '<script>alert(1)</script>" onmouseover="x'
-    turns = [
-        TurnRecord("memory", 0, evil, False, "stop", 5, 5, 5, recall_query=evil, recalled=evil, state_reward=0.5),
-        TurnRecord("final", 1, evil, False, "stop", 5, 5, 5),
-    ]
-    record = TrajectoryRecord(
-        source="eval", item_id=evil, question=evil, ground_truths=[evil], mode="rememr1", status="completed",
-        answer=evil, scores={"sub_em": 0.0}, has_box=False, context_tokens=10, dropped_tokens=0, turns=turns,
-    )  # fmt: skip
+def _markup(field: str) -> str:
+    """Text that would run script, load an image and add an element if a page let it through."""
+    return (
+        f'<script>document.body.dataset.ran="{field}"</script>'
+        f'<img src="x" onerror="document.body.dataset.ran=\'{field}\'"><b class="{field}">{field}</b>" x="'
+    )
+
+
+TEXT_FIELDS = ("item_id", "question", "mode", "status", "answer", "error")
+NUMBER_FIELDS = ("context_tokens", "dropped_tokens", "rollout_id", "reward", "advantage")
+TURN_TEXT_FIELDS = ("text", "recall_query", "recalled")
+TURN_NUMBER_FIELDS = ("step", "memory_tokens", "state_reward")
+
+
+def test_markup_in_any_field_of_a_record_is_shown_as_text_and_never_runs(tmp_path):
+    """Records are model output and files anyone may edit: markup in every text field, and in the
+    fields that should hold numbers, reads on the page as the text it is, in a real browser; no
+    script but the page's own runs, no element of it is made, and no console message appears."""
+    record = {field: _markup(field) for field in (*TEXT_FIELDS, *NUMBER_FIELDS, "source", "eval_set", "group_index")}
+    record |= {"schema": SCHEMA, "ground_truths": [_markup("gold")], "scores": {"sub_em": _markup("score")}}
+    record |= {"has_box": False, "extra": {"note": _markup("extra")}}
+    memory = {field: _markup(f"memory_{field}") for field in (*TURN_TEXT_FIELDS, *TURN_NUMBER_FIELDS)}
+    memory |= {"kind": "memory", "cut": False, "finish_reason": _markup("finish"), "prompt_tokens": 5}
+    memory |= {"response_tokens": _markup("memory_response_tokens"), "advantage": None}
+    final = {**memory, "kind": "final", "text": _markup("final_text"), "response_tokens": _markup("final_tokens")}
+    record["turns"] = [memory, final]
     path = tmp_path / "r.jsonl"
-    append_records(path, [record])
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     assert view.main([str(path), "-o", str(tmp_path / "page.html")]) == 0
-    page = (tmp_path / "page.html").read_text(encoding="utf-8")
-    assert page.count("<script>") == 1 and "onmouseover=" not in page.replace("onmouseover=&quot;", "")
-    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 8  # every place it is shown
-    assert "state reward +0.500" in page
+
+    rendered = render(tmp_path / "page.html", tmp_path / "profile")
+    assert rendered.console == []
+    page = PageText()
+    page.feed(rendered.dom)
+    assert page.body_attrs.get("data-ready") == "1" and "data-ran" not in page.body_attrs
+    assert page.tags["script"] == 2 and page.tags["img"] == 0 and page.tags["b"] == 0  # the page's own JSON and script
+    shown = [*TEXT_FIELDS, *NUMBER_FIELDS, "gold", "score", "final_text", "final_tokens"]
+    shown += [f"memory_{field}" for field in (*TURN_TEXT_FIELDS, *TURN_NUMBER_FIELDS)]
+    assert [field for field in shown if _markup(field) not in page.text] == []

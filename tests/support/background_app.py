@@ -42,7 +42,7 @@ class BackgroundApp:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
-            self._loop.close()  # its selector and self-pipe, as the fixed-answer server used to close them
+            self._loop.close()  # its selector and self-pipe
 
     async def _start(self) -> None:
         self._runner = web.AppRunner(self.make_app(), access_log=None)

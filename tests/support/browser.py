@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -94,3 +95,22 @@ class MemoryText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._depth and not self._in_del:
             self.memories[-1] += data
+
+
+class PageText(HTMLParser):
+    """The document's text as a reader sees it (entities decoded), the count of each element, and
+    the body's attributes: what a page made of the data it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text = ""
+        self.tags: Counter[str] = Counter()
+        self.body_attrs: dict[str, str | None] = {}
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags[tag] += 1
+        if tag == "body":
+            self.body_attrs = dict(attrs)
+
+    def handle_data(self, data: str) -> None:
+        self.text += data

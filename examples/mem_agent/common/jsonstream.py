@@ -1,8 +1,14 @@
 """Stream the items of a top-level JSON array without loading the file.
 
 RULER-HQA's eval_6400.json holds 128 items of about 3.5 MB each (~450 MB). Reading it whole
-would cost gigabytes of Python objects; this reader decodes one item at a time from a sliding
-buffer, so memory stays near one item plus one block.
+would cost gigabytes of Python objects; `ijson` (its C backend, yajl2_c) parses the file in blocks
+and hands over one item at a time, so memory stays near one item plus one block. The block is
+4 MiB, not ijson's 64 KiB: a string that spans many blocks costs the parser time for every block
+it spans, and at 64 KiB a 3.5 MB context reads 8 times slower (benchmark 8 in docs/benchmarks.md).
+
+What ijson does not say, this module adds to every error: the file, the item being read, and
+where: the first byte that is not UTF-8 (found by decoding the file again, on that error only),
+the file's end for a cut-off file, else the byte range of the block the parser was in.
 
     python -m mem_agent.common.jsonstream --check eval_50.json --require-keys context,input,answers
         prints the item count, or a one-line error (exit 2) naming the item and the problem
@@ -17,134 +23,111 @@ import codecs
 import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import ijson
 
 from mem_agent.common.atomic_files import atomic_output
 
-BLOCK_CHARS = 1 << 20
-_WHITESPACE = " \t\r\n"
-_LOOKAHEAD = 64
-_NUMBER_ENDS = ",]}" + _WHITESPACE
+BLOCK_BYTES = 4 << 20
+_WHITESPACE = b" \t\r\n"
 
 
 class DataFormatError(ValueError):
     """A data file that is not what it should be; the message names the file and where."""
 
 
-def iter_json_array(path: Path, block_chars: int = BLOCK_CHARS) -> Iterator[Any]:
-    """Yield the items of the JSON array in `path` one by one."""
+class _TrackedFile:
+    """A binary file that remembers which bytes the last read returned: where a parse error is."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+        self.start = self.end = 0
+
+    def read(self, size: int = -1) -> bytes:
+        block = self._handle.read(size)
+        self.start, self.end = self.end, self.end + len(block)
+        return block
+
+
+def iter_json_array(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[Any]:
+    """Yield the items of the JSON array in `path` one by one (numbers as int or float, as json does)."""
     path = Path(path)
-    decoder = json.JSONDecoder()
     try:
-        handle = path.open("rb")  # decoded here, so that a bad byte is reported by its byte offset
+        handle = path.open("rb")
     except OSError as error:
         raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
     with handle:
-        reader = _Buffer(handle, block_chars, path)
-        if reader.next_significant() != "[":
+        first = _first_significant(handle)
+        if first is None:
+            raise DataFormatError(f"{path}: ends early at byte {handle.tell()} (truncated file?)")
+        if first != b"[":
             raise DataFormatError(f"{path}: expected a JSON array (the file must start with '[')")
-        reader.position += 1
+        handle.seek(0)
+        tracked = _TrackedFile(handle)
         index = 0
-        if reader.next_significant() == "]":
-            reader.position += 1
-            reader.expect_end()
-            return
-        while True:
-            yield reader.decode_item(decoder, index)
-            index += 1
-            separator = reader.next_significant()
-            if separator == "]":
-                reader.position += 1
-                reader.expect_end()
-                return
-            if separator != ",":
-                raise DataFormatError(f"{path}: after item {index - 1}: expected ',' or ']' at char {reader.offset}")
-            reader.position += 1
-
-
-class _Buffer:
-    def __init__(self, handle, block_chars: int, path: Path) -> None:
-        self.handle = handle
-        self.block_chars = block_chars
-        self.path = path
-        self.text = ""
-        self.position = 0
-        self.consumed = 0  # characters dropped from the front of `text`
-        self.bytes_read = 0
-        self.decoder = codecs.getincrementaldecoder("utf-8")()
-
-    @property
-    def offset(self) -> int:
-        return self.consumed + self.position
-
-    def _read_more(self) -> bool:
-        # Grow geometrically, so an item many blocks long is re-scanned O(log n) times, not O(n).
-        raw = self.handle.read(max(self.block_chars, len(self.text) - self.position))
-        pending = len(self.decoder.getstate()[0])  # bytes of a character cut by the last block's edge
         try:
-            block = self.decoder.decode(raw, final=not raw)
-        except UnicodeDecodeError as error:
-            at = self.bytes_read - pending + error.start
-            raise DataFormatError(f"{self.path}: not UTF-8 at byte {at} ({error.reason})") from None
-        self.bytes_read += len(raw)
-        if not block:
-            if raw:
-                return self._read_more()  # the block held only part of a character
-            return False
-        self.consumed += self.position
-        self.text = self.text[self.position :] + block
-        self.position = 0
-        return True
+            for item in ijson.items(tracked, "item", buf_size=block_bytes):
+                yield _as_json_gives(item)
+                index += 1
+        except ijson.JSONError as error:
+            raise DataFormatError(_located(path, index, tracked, error)) from None
 
-    def next_significant(self) -> str:
+
+def _as_json_gives(value: Any) -> Any:
+    """Numbers as the json module gives them: ijson's Decimal as float, integers of any size as int
+    (its float mode would refuse an integer past 64 bits). Changed in place: the item is ours."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            value[key] = _as_json_gives(inner)
+    elif isinstance(value, list):
+        for position, inner in enumerate(value):
+            value[position] = _as_json_gives(inner)
+    return value
+
+
+def _first_significant(handle: IO[bytes]) -> bytes | None:
+    while chunk := handle.read(1 << 16):
+        stripped = chunk.lstrip(_WHITESPACE)
+        if stripped:
+            return stripped[:1]
+    return None
+
+
+def _located(path: Path, index: int, tracked: _TrackedFile, error: Exception) -> str:
+    """One line: the file, the item, where, and the parser's own reason (its first line)."""
+    raw = error.args[0] if error.args else str(error)
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    reason = text.strip().splitlines()[0].strip() if text.strip() else type(error).__name__
+    if "premature EOF" in reason:
+        return f"{path}: item {index} is cut off at byte {tracked.end}, the end of the file (truncated file?)"
+    where = f"bytes {tracked.start}-{tracked.end}"
+    if "trailing garbage" in reason:
+        return f"{path}: unexpected data after the closing ']' ({where}; {index} items before it)"
+    if "UTF8" in reason:
+        return f"{path}: {_utf8_error(path) or f'item {index}: not UTF-8 in {where} ({reason})'}"
+    return f"{path}: item {index}: invalid JSON in {where} ({reason})"
+
+
+def _utf8_error(path: Path) -> str | None:
+    """Where `path` stops being UTF-8 (its first bad byte and why), decoding it again from the start."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with path.open("rb") as handle:
         while True:
-            while self.position < len(self.text) and self.text[self.position] in _WHITESPACE:
-                self.position += 1
-            if self.position < len(self.text):
-                return self.text[self.position]
-            if not self._read_more():
-                raise DataFormatError(f"{self.path}: ends early at char {self.offset} (truncated file?)")
-
-    def expect_end(self) -> None:
-        """Only whitespace may follow the closing bracket: two arrays glued together are not one."""
-        while True:
-            while self.position < len(self.text) and self.text[self.position] in _WHITESPACE:
-                self.position += 1
-            if self.position < len(self.text):
-                raise DataFormatError(f"{self.path}: unexpected data after the closing ']' at char {self.offset}")
-            if not self._read_more():
-                return
-
-    def _may_continue(self, item: Any, end: int) -> bool:
-        if end >= len(self.text):
-            return True
-        is_number = isinstance(item, int | float) and not isinstance(item, bool)
-        return is_number and self.text[end] not in _NUMBER_ENDS
-
-    def decode_item(self, decoder: json.JSONDecoder, index: int) -> Any:
-        self.next_significant()  # raw_decode does not skip leading whitespace
-        while True:
+            block = handle.read(BLOCK_BYTES)
+            pending = len(decoder.getstate()[0])  # bytes of a character cut by the last block's edge
             try:
-                item, end = decoder.raw_decode(self.text, self.position)
-            except json.JSONDecodeError as error:
-                # An error at the buffer's end (or an open string) means the item continues in
-                # the next block; anywhere else it is bad JSON, reported without reading further.
-                at_end = error.pos >= len(self.text) - 1 or error.msg.startswith("Unterminated")
-                if (at_end or error.pos >= len(self.text) - _LOOKAHEAD) and self._read_more():
-                    continue
-                if at_end:
-                    raise DataFormatError(f"{self.path}: item {index} is cut off (truncated file?)") from None
-                where = self.consumed + error.pos
-                raise DataFormatError(f"{self.path}: item {index}: invalid JSON at char {where}: {error.msg}") from None
-            if self._may_continue(item, end) and self._read_more():
-                continue  # a number cut by the block edge ("12" of "12.5e3") continues in the next block
-            self.position = end
-            return item
-
-
-def count_json_array_items(path: Path) -> int:
-    return sum(1 for _ in iter_json_array(path))
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as error:
+                return f"not UTF-8 at byte {offset - pending + error.start} ({error.reason})"
+            if not block:
+                return None
+            offset += len(block)
 
 
 def write_json_array_atomic(path: Path, items: Iterable[Any]) -> int:

@@ -9,8 +9,8 @@ nothing. The holder writes its PID, start time and command into the file so that
 can say whom it waits for.
 
 A lock belongs to an open file description, not to a process: a child that inherits the
-descriptor shares it. The run scripts take the lock through a descriptor of their own and name it
-in `_MEM_RUN_LOCK_FD`; a command started by them finds it there and runs under it instead of
+descriptor shares it. run-eval.sh's launch (launch/eval_run.py) takes the lock through a descriptor
+of its own and names it in `_MEM_RUN_LOCK_FD`; a command started by it finds it there and runs under it instead of
 refusing itself. Such a child must never unlock: that would release its parent's lock too.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 from mem_agent.common.usage import UsageError
 
 LOCK_NAME = ".run.lock"
-LOCK_FD_ENV = "_MEM_RUN_LOCK_FD"  # an inherited descriptor of a run folder's lock (set by the run scripts)
+LOCK_FD_ENV = "_MEM_RUN_LOCK_FD"  # an inherited descriptor of a run folder's lock (set by run-eval.sh's launch)
 _HOLDER_WAIT_S = 1.0  # a holder writes its details right after it locks: a refused run waits this long for them
 
 

@@ -27,7 +27,7 @@ def settings() -> MemAgentConfig:
 @functools.cache
 def agent_for(hf_checkpoint: str, config: MemAgentConfig) -> MemoryAgent:
     """The memory agent for the host's checkpoint (its tokenizer) and these settings."""
-    return MemoryAgent(load_tokenizer(hf_checkpoint, config.tokenizer), config)
+    return MemoryAgent(load_tokenizer(hf_checkpoint), config)
 
 
 def reset_caches() -> None:

@@ -119,12 +119,12 @@ def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
 def build_agent(tokenizer_path: str, config: MemAgentConfig) -> MemoryAgent:
     """The agent for a tokenizer folder; one whose chat template is missing or cannot hold the
     prompts (a syntax error, a template that drops the message) is a UsageError, not a traceback."""
-    tokenizer = load_tokenizer(tokenizer_path, config.tokenizer)
-    import jinja2  # both tokenizer loaders render chat templates with it; imported by the first render anyway
+    tokenizer = load_tokenizer(tokenizer_path)
+    import jinja2  # transformers renders chat templates with it; imported by the first render anyway
 
     try:
         return MemoryAgent(tokenizer, config)
-    except (ValueError, jinja2.TemplateError) as error:  # ChatTemplateError is a ValueError
+    except (ValueError, jinja2.TemplateError) as error:  # no template: transformers raises ValueError
         message = " ".join(str(error).split()) or type(error).__name__
         problem = f"its chat template cannot build the prompts: {message}"
         raise UsageError(f"--tokenizer {tokenizer_path}: {problem}") from None
@@ -162,7 +162,7 @@ def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int
                 f"--mode direct needs the model's window: {tokenizer_path} has no config.json with"
                 " max_position_embeddings, so pass --context-window TOKENS"
             )
-    tokenizer = load_tokenizer(tokenizer_path, config.tokenizer)
+    tokenizer = load_tokenizer(tokenizer_path)
     try:
         return DirectReader(tokenizer, config, window)
     except WindowTooSmallError as error:

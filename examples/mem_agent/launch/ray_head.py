@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.common.usage import split_command
+from mem_agent.serving.processes import living_processes
 
 POLL_S = 0.1  # how often the keeper looks at its parent and the head
 KILL_WAIT_S = 10.0  # how long SIGKILLed processes may take to be gone
@@ -38,18 +39,7 @@ _PR_SET_PDEATHSIG = 1
 
 def session_processes(session: int) -> list[int]:
     """PIDs of the session's processes that have not exited (a zombie has: only its status is left)."""
-    running = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # exited while we looked
-            continue
-        state, _parent, _group, sid = stat[stat.rindex(")") + 2 :].split()[:4]  # the name may hold ") "
-        if int(sid) == session and state not in ("Z", "X"):
-            running.append(int(entry.name))
-    return running
+    return [pid for pid, _group, sid in living_processes() if sid == session]
 
 
 def stop_session(leader: int, grace_s: float) -> bool:

@@ -1,66 +1,47 @@
 """One HTML page per run: what the agent wrote into memory, chunk by chunk, and how it ended.
 
-The page is one self-contained file (inline style, script and SVG; no network, no server), so it
-can be mailed, attached to an issue or opened from a cluster's shared disk. A run can hold far
-more than a person reads and a browser holds: the page keeps at most `max_items` questions and
-`max_turns` memory turns per question, and says on the page what it left out and which flag
-shows more. Training curves are drawn from every record, not only the questions shown.
+The page is one self-contained file (style, script and the curves' SVG inlined; no network, no
+server), so it can be mailed, attached to an issue or opened from a cluster's shared disk. It is
+rendered from a Jinja2 template with autoescaping on (`page/viewer.html.j2`, with `viewer.css`
+and `viewer.js` beside it, shipped as package data): every value from a run reaches the page
+escaped, and what the script reads goes in as one JSON block (`tojson`), never as built strings.
+
+A run can hold far more than a person reads and a browser holds: the page keeps at most
+`max_items` questions and `max_turns` memory turns per question, and says on the page what it
+left out and which flag shows more. Training curves are drawn from every record, not only the
+questions shown.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
+import importlib.util
 import itertools
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from statistics import fmean
+from typing import TYPE_CHECKING, Any
 
 from mem_agent.common.atomic_files import write_text_atomic
-from mem_agent.observability.page_parts import SCRIPT, STYLE, esc, item_html
-from mem_agent.observability.run_folders import RunView
-from mem_agent.observability.svg_charts import line_chart
-from mem_agent.observability.trajectory_records import TrajectoryRecord
+from mem_agent.observability.page_parts import item_view, number
+from mem_agent.observability.rollout_curves import curves_svg, rollout_curves
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import jinja2
+
+    from mem_agent.observability.run_folders import RunView
+    from mem_agent.observability.trajectory_records import TrajectoryRecord
+
+PAGE_FILES = "page"  # the folder of this package that holds the template, the style and the script
+SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict")
 
 
 @dataclass(frozen=True)
 class ViewLimits:
     max_items: int = 100  # questions on the page
     max_turns: int = 24  # memory turns per question (first and last halves)
-
-
-def rollout_curves(records: Iterable[TrajectoryRecord]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per rollout, over the records kept from it: mean reward, strict accuracy, turns per
-    trajectory, memory tokens per memory turn, and the share of memory turns cut by max_tokens."""
-    by_rollout: dict[int, list[TrajectoryRecord]] = {}
-    for record in records:
-        if record.rollout_id is not None:
-            by_rollout.setdefault(record.rollout_id, []).append(record)
-    names = (
-        "reward (mean)",
-        "accuracy (strict)",
-        "turns per trajectory",
-        "memory tokens (mean)",
-        "memory turns cut (share)",
-    )
-    curves: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in names}
-    for rollout, group in sorted(by_rollout.items()):
-        memories = [turn for record in group for turn in record.turns if turn.kind == "memory"]
-        rewards = [r.reward if r.reward is not None else r.scores.get("strict", 0.0) for r in group]
-        values = (
-            fmean(rewards),
-            fmean(r.scores.get("strict", 0.0) for r in group),
-            fmean(len(r.turns) for r in group),
-            fmean(t.memory_tokens for t in memories) if memories else 0.0,
-            fmean(t.cut for t in memories) if memories else 0.0,
-        )
-        for name, value in zip(names, values, strict=True):
-            curves[name][0].append(float(rollout))
-            curves[name][1].append(float(value))
-    return curves
-
-
-_SHARES = {"accuracy (strict)", "memory turns cut (share)"}
 
 
 def select(run: RunView, limit: int) -> list[tuple[str, TrajectoryRecord]]:
@@ -76,70 +57,79 @@ def select(run: RunView, limit: int) -> list[tuple[str, TrajectoryRecord]]:
     return sorted(picked, key=lambda pair: order[pair[0]])
 
 
+@functools.cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+    from markupsafe import Markup
+
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("mem_agent.observability", PAGE_FILES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    folder = importlib.resources.files("mem_agent.observability").joinpath(PAGE_FILES)
+    # The style and the script are this package's own files, inlined whole (never parsed as templates).
+    environment.globals["static"] = lambda name: Markup(folder.joinpath(name).read_text(encoding="utf-8"))
+    return environment
+
+
 def render_page(run: RunView, limits: ViewLimits) -> str:
     metric = "strict" if run.kind == "training" or all(r.source == "train" for r in run.records) else "sub_em"
     chosen = select(run, limits.max_items)
     notes = list(run.notes)
     if len(chosen) < len(run.records):
         notes.append(f"showing {len(chosen)} of {len(run.records)} questions (--max-items {limits.max_items})")
-    body = [
-        f"<h1>mem-agent {esc(run.kind)}: {esc(run.path.name or run.path)}</h1>",
-        f'<div class="meta">{esc(run.path)} · {len(run.records)} questions in {len(run.groups)} group(s)'
-        f" · right/wrong by {metric} · page made {datetime.now(UTC):%Y-%m-%d %H:%M} UTC</div>",
-        *(f'<div class="note">{esc(note)}</div>' for note in notes),
-        _overview(run),
-        _controls(len(chosen)),
-        *(item_html(r, name, metric, limits.max_turns, open_=i == 0) for i, (name, r) in enumerate(chosen)),
-    ]
-    return (
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>mem-agent {esc(run.kind)}: {esc(run.path.name)}</title><style>{STYLE}</style></head>"
-        f"<body>{''.join(body)}<script>{SCRIPT}</script></body></html>\n"
-    )
+    charts, chart_note = _charts(run)
+    items = [item_view(record, name, metric, limits.max_turns) for name, record in chosen]
+    page = {
+        "kind": run.kind,
+        "name": run.path.name or str(run.path),
+        "path": str(run.path),
+        "questions": len(run.records),
+        "groups": len(run.groups),
+        "metric": metric,
+        "made": f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
+        "notes": notes + chart_note,
+        "charts": charts,
+        "summary_header": SUMMARY_HEADER,
+        "summary": [] if charts else _summary_rows(run.summary),
+    }
+    items_data = [{"outcome": item.outcome, "search": item.search} for item in items]
+    return _environment().get_template("viewer.html.j2").render(page=page, items=items, items_data=items_data)
 
 
-def _overview(run: RunView) -> str:
+def _charts(run: RunView) -> tuple[Any, list[str]]:
+    """The curves' SVG (markup matplotlib wrote from numbers) and a note when it cannot be drawn."""
     curves = rollout_curves(run.records)
-    if any(xs for xs, _ in curves.values()):
-        charts = "".join(
-            line_chart(name, xs, ys, y_range=(0.0, 1.0) if name in _SHARES else None)
-            for name, (xs, ys) in curves.items()
-        )
-        return f'<h2>Over rollouts (the records kept per rollout)</h2><div class="charts">{charts}</div>'
-    results = (run.summary or {}).get("results") or []
-    if not results:
-        return ""
-    header = ["docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict"]
-    rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{esc(cell)}</td>"
-            for cell in (
-                r.get("label", ""),
-                r.get("items", ""),
-                int(r.get("failed", 0)) + int(r.get("missing", 0)),
-                f"{float(r.get('mean_context_tokens', 0)):,.0f}",
-                *(f"{float(r.get(m, 0)):.1f}" for m in ("sub_em", "em", "f1", "strict")),
-            )
-        )
-        + "</tr>"
-        for r in results
-        if isinstance(r, dict)
-    )
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
-    return f'<h2>Accuracy by length</h2><table class="summary"><tr>{head}</tr>{rows}</table>'
+    if not any(xs for xs, _ in curves.values()):
+        return None, []
+    if importlib.util.find_spec("matplotlib") is None:
+        return None, ["curves over rollouts need matplotlib: pip install 'mem-agent[eval]'"]
+    from markupsafe import Markup
+
+    return Markup(curves_svg(curves)), []
 
 
-def _controls(count: int) -> str:
-    return (
-        '<h2>Questions</h2><div class="controls"><input type="search" id="filter" placeholder="filter: question, id,'
-        ' gold, answer"><select id="outcome"><option value="all">all</option><option value="right">right</option>'
-        '<option value="wrong">wrong</option><option value="failed">failed</option></select>'
-        '<button id="expand" type="button">expand all</button><button id="collapse" type="button">collapse all</button>'
-        '<label><input type="checkbox" id="changes" checked> mark changes</label>'
-        f'<span class="meta"><span id="shown">{count}</span> shown</span></div>'
-    )
+def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
+    """An evaluation's per-length table from its summary.json, every cell as the text it shows."""
+    results = (summary or {}).get("results") or []
+    rows = []
+    for result in results:
+        if not isinstance(result, dict):
+            continue
+        failed = [result.get("failed", 0), result.get("missing", 0)]
+        rows.append(
+            [
+                str(result.get("label", "")),
+                str(result.get("items", "")),
+                str(sum(failed)) if all(type(n) is int for n in failed) else " + ".join(map(str, failed)),
+                number(result.get("mean_context_tokens", 0), ",.0f"),
+                *(number(result.get(metric, 0), ".1f") for metric in ("sub_em", "em", "f1", "strict")),
+            ]
+        )
+    return rows
 
 
 def write_page(run: RunView, output: Path, limits: ViewLimits) -> int:

@@ -21,7 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,18 +102,22 @@ def running_in_group(pgid: int) -> list[int]:
         except PermissionError:
             pass
         return [pgid]
-    running = []
-    for entry in proc.iterdir():
+    return [pid for pid, group, _session in living_processes() if group == pgid]
+
+
+def living_processes() -> Iterator[tuple[int, int, int]]:
+    """(PID, process group, session) of every process that has not exited, from /proc (a zombie has
+    exited: only its status is left)."""
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
         except OSError:  # exited while we looked
             continue
-        state, _ppid, group = stat[stat.rindex(")") + 2 :].split()[:3]  # the command name may hold ") "
-        if int(group) == pgid and state not in ("Z", "X"):
-            running.append(int(entry.name))
-    return running
+        state, _ppid, group, session = stat[stat.rindex(")") + 2 :].split()[:4]  # the name may hold ") "
+        if state not in ("Z", "X"):
+            yield int(entry.name), int(group), int(session)
 
 
 def _wait_until(done: Callable[[], bool], timeout_s: float, interval_s: float = 0.05) -> bool:

@@ -65,12 +65,6 @@ class CoverageRule(StrEnum):
     WORDS = "words"  # lower-cased whole words (`\w+` runs)
 
 
-class TokenizerBackend(StrEnum):
-    AUTO = "auto"
-    LIGHT = "light"
-    TRANSFORMERS = "transformers"
-
-
 class ProtocolChoice(StrEnum):
     AUTO = "auto"
     VLLM = "vllm"
@@ -178,12 +172,6 @@ class MemAgentConfig(BaseModel):
     )
     protocol: ProtocolChoice = setting(
         ProtocolChoice.AUTO, "Inference API; auto = the host trainer's.", env="MEM_PROTOCOL", shapes_answers=False
-    )
-    tokenizer: TokenizerBackend = setting(
-        TokenizerBackend.AUTO,
-        "Tokenizer loader; auto = light (no torch, same ids) where it can read the folder, else transformers.",
-        env="MEM_TOKENIZER",
-        shapes_answers=False,
     )
 
     def __init__(self, **values: Any) -> None:

@@ -1,3 +1,3 @@
-"""Loading a model folder's tokenizer: the light loader (`tokenizers` plus the chat template rendered
-with jinja2, no torch) and the transformers fallback, giving identical ids.
+"""Loading a model folder's tokenizer (transformers' `AutoTokenizer`, once per process) and the one
+encode every caller uses.
 """

