@@ -1,4 +1,4 @@
-"""Benchmark 8: RULER-HQA beyond a million tokens, in MemAgent's index layout.
+"""Benchmark 9: RULER-HQA beyond a million tokens, in MemAgent's index layout.
 
 Two figures, each beside its reference measured in the same run:
 
