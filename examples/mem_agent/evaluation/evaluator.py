@@ -32,7 +32,7 @@ from mem_agent.settings.config import AgentMode
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 # Contexts longer than this are held in an unnamed file in the output folder while they run, read a
 # chunk at a time (common/token_file.py): 128 questions of 3.5M tokens would otherwise hold 1.8 GB
-# of ids. RULER-HQA up to 6400 documents (~900K tokens) stays in memory, as before a spill exists.
+# of ids. RULER-HQA up to 6400 documents (~900K tokens) stays in memory: no disk traffic there.
 SPILL_ABOVE_TOKENS = 1 << 20
 
 OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores], None]
