@@ -25,6 +25,7 @@ from bench import (
     bench_jsonstream,
     bench_linear,
     bench_memory,
+    bench_over_1m,
     bench_overhead,
     bench_scheduling,
     bench_startup,
@@ -34,7 +35,9 @@ from mem_agent.serving.cpu_stack import StackSettings, local_stack
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 DEFAULT_OUT = RESULTS_DIR / "latest.json"
-NAMES = ("chunking", "scheduling", "memory", "overhead", "linear", "startup", "consistency", "jsonstream")
+NAMES = (
+    "chunking", "scheduling", "memory", "overhead", "linear", "startup", "consistency", "jsonstream", "over_1m"
+)  # fmt: skip
 SHORT_DTYPE = {"bfloat16": "bf16", "float32": "fp32"}
 
 
@@ -71,6 +74,11 @@ def checks(results: dict) -> list[Check]:
     if "memory" in results:
         peak = results["memory"]["peak_rss_gib"]
         found.append(Check("4 memory", "evaluator peak RSS (GiB)", peak, "<= 2.0", peak <= 2.0))
+    if "over_1m" in results:
+        peak = results["over_1m"]["memory"]["index_layout"]["peak_rss_gib"]
+        found.append(Check("9 over 1M", "peak RSS, 128 x 25600 docs (GiB)", peak, "<= 2.0", peak <= 2.0))
+        r2 = results["over_1m"]["time_per_token"]["r2"]
+        found.append(Check("9 over 1M", "R^2 of time vs tokens, 7K to 3.5M", r2, ">= 0.98", r2 >= 0.98))
     if "linear" in results:
         r2 = results["linear"]["r2"]
         found.append(Check("5 linear cost", "R^2 of time vs chunks", r2, ">= 0.98", r2 >= 0.98))
@@ -135,6 +143,7 @@ def run_benchmarks(quick: bool, only: set[str] | None) -> dict:
         ("memory", bench_memory),
         ("startup", bench_startup),
         ("jsonstream", bench_jsonstream),
+        ("over_1m", bench_over_1m),
     ):
         if wanted(name):
             results[name] = _timed(name, lambda module=module: module.run(quick=quick))

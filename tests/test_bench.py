@@ -20,6 +20,7 @@ from bench import (
     bench_jsonstream,
     bench_linear,
     bench_memory,
+    bench_over_1m,
     bench_overhead,
     bench_scheduling,
     bench_startup,
@@ -45,6 +46,17 @@ def test_scheduling_benchmark_meets_the_lower_bound_it_reports():
         # No schedule can beat the bound: a measured time under it would mean the bound is wrong.
         assert case["pipelined_priority_s"] >= case["lower_bound_s"] * 0.98
         assert case["lockstep_s"] >= case["lower_bound_s"] * 0.98
+
+
+def test_over_1m_benchmark_runs_index_and_text_layouts_and_fits_a_line(measured):
+    result = bench_over_1m.run(quick=True)
+    index, text = result["memory"]["index_layout"], result["memory"]["text_layout"]
+    measured(f"quick over 1M: peak RSS {index['peak_rss_gib']} GiB (index) vs {text['peak_rss_gib']} GiB (text)")
+    assert index["exit_status"] == text["exit_status"] == 0
+    assert index["items_completed"] == text["items_completed"] == result["memory"]["questions"] == 8
+    assert index["mean_context_tokens"] > 40_000  # 400 documents of ~137 tokens
+    assert 0 < index["peak_rss_gib"] < 4 and result["memory"]["token_ratio"] > 3
+    assert result["time_per_token"]["largest_tokens"] > 100_000 and result["time_per_token"]["r2"] > 0.9
 
 
 def test_memory_benchmark_runs_the_evaluator_over_every_question(measured):

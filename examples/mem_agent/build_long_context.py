@@ -18,6 +18,11 @@ Rules, so the files are reproducible and honest:
   never claims N documents while holding fewer.
 Items are written one at a time (an eval_6400 file is about 450 MB), to a temporary file that
 replaces the output only when complete.
+
+Above 10,000 documents (or with --layout index) a context is written as MemAgent writes its
+eval_12800/25600.json: `context` is a list of positions in the input's own documents, de-duplicated
+and sorted, so the input is the corpus the evaluator rebuilds the text from (--corpus); see
+data/index_files.py for that layout's rules.
 """
 
 from __future__ import annotations
@@ -44,6 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=42, help="shuffle seed (default: 42)")
     parser.add_argument("--out-dir", type=Path, required=True, help="folder for eval_<N>.json")
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
+    parser.add_argument(
+        "--layout",
+        choices=("auto", "text", "index"),
+        default="auto",
+        help="contexts as text, or as positions in the input's documents (auto: index above 10,000 documents)",
+    )
     return parser
 
 
@@ -56,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         out_dir=args.out_dir,
         force=args.force,
+        layout=args.layout,
     )
     try:
         write_long_context_files(request)

@@ -3,11 +3,16 @@
     python -m mem_agent.compare runs/memagent runs/direct
     python -m mem_agent.compare runs/a runs/b runs/c --metric f1 --labels base rl rl-long
 
+    python -m mem_agent.compare runs/memagent --paper memagent-v1-ruler-hqa:RL-MemAgent-7B
+
 Each RUN is an evaluator output folder (summary.json and results_<N>.jsonl). Prints a table of the
 metric per length for every run, then for each pair of runs the mean per-question difference on
 the questions both answered, with a 95% bootstrap interval; writes the plot and the numbers to
 --output-dir. Runs over different data (an eval file's sha256) or scoring rules are refused
-unless --force. Exit status: 0 compared, 2 bad usage or runs that cannot be compared.
+unless --force. With --paper (one run is enough) the runs are also set beside a published table
+(evaluation/paper_tables.json: MemAgent's, with their sources): the same metric per length, the
+paper's version, and each run's protocol differences. Exit status: 0 compared, 2 bad usage or
+runs that cannot be compared.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from pathlib import Path
 
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
-from mem_agent.observability.comparison import METRICS, ComparisonRequest, compare_runs
+from mem_agent.observability.comparison import METRICS, ComparisonRequest
+from mem_agent.observability.paper_comparison import compare_with_papers
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +41,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--resamples", type=int, default=10_000, help="bootstrap resamples per interval (default: %(default)s)"
     )
     parser.add_argument("--force", action="store_true", help="compare runs over different data or scoring rules")
+    parser.add_argument(
+        "--paper",
+        action="append",
+        default=[],
+        metavar="TABLE[:ROW]",
+        help="also set the runs beside a published table, e.g. memagent-v1-ruler-hqa or"
+        " memagent-v1-ruler-hqa:RL-MemAgent-7B (repeatable; the tables: docs/evaluation.md)",
+    )
     return parser
 
 
@@ -50,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         force=args.force,
     )
     try:
-        compare_runs(request)
+        compare_with_papers(request, args.paper)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

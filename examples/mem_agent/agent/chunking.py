@@ -6,6 +6,9 @@ context costs 3.6 MB per in-flight item and no chunk is ever re-tokenised.
 The cap (`MEM_MAX_CHUNKS`) follows MemAgent's training setup: a document longer than
 max_chunks x chunk_tokens keeps its first and last halves and drops the middle. What is dropped
 is recorded in the plan, so it is reported instead of silently lost.
+
+A context of millions of tokens may come as a `SpilledArray` (common/token_file.py: the ids in an
+unnamed file, read a chunk at a time); a plan reads it by the same slices.
 """
 
 from __future__ import annotations
@@ -14,10 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mem_agent.common.token_file import SpilledArray
+from mem_agent.tokenization.tokenizer import TOKEN_DTYPE
+
+TokenIds = np.ndarray | SpilledArray
+
 
 @dataclass(frozen=True)
 class ChunkPlan:
-    tokens: np.ndarray  # the kept tokens, in document order
+    tokens: TokenIds  # the kept tokens, in document order
     chunk_tokens: int
     context_tokens: int  # before the cap
     dropped_tokens: int
@@ -33,7 +41,7 @@ class ChunkPlan:
         return self.tokens[start : start + self.chunk_tokens]
 
 
-def plan_chunks(context_ids: np.ndarray, chunk_tokens: int, max_chunks: int = 0) -> ChunkPlan:
+def plan_chunks(context_ids: TokenIds, chunk_tokens: int, max_chunks: int = 0) -> ChunkPlan:
     if chunk_tokens <= 0:
         raise ValueError(f"chunk_tokens must be positive, got {chunk_tokens}")
     if max_chunks < 0:
@@ -45,3 +53,8 @@ def plan_chunks(context_ids: np.ndarray, chunk_tokens: int, max_chunks: int = 0)
     head = cap // 2
     kept = np.concatenate([context_ids[:head], context_ids[total - (cap - head) :]])
     return ChunkPlan(tokens=kept, chunk_tokens=chunk_tokens, context_tokens=total, dropped_tokens=total - cap)
+
+
+def as_token_ids(context_ids: object) -> TokenIds:
+    """Ids as a plan reads them: a spilled array as it is, anything else as an int32 array."""
+    return context_ids if isinstance(context_ids, SpilledArray) else np.asarray(context_ids, dtype=TOKEN_DTYPE)

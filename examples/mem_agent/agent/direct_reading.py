@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mem_agent.agent.chunking import plan_chunks
+from mem_agent.agent.chunking import TokenIds, as_token_ids, plan_chunks
 from mem_agent.agent.prompt_sets import ResponseCleaner
 from mem_agent.agent.prompts import compile_template
 from mem_agent.agent.records import (
@@ -33,7 +33,7 @@ from mem_agent.agent.records import (
     TurnKind,
 )
 from mem_agent.settings.config import MemAgentConfig
-from mem_agent.tokenization.tokenizer import TOKEN_DTYPE, encode
+from mem_agent.tokenization.tokenizer import encode
 
 if TYPE_CHECKING:
     from mem_agent.agent.workflow import Generate
@@ -89,7 +89,7 @@ class DirectReader:
     async def run(
         self,
         problem: str,
-        context: str | np.ndarray,
+        context: str | TokenIds,
         generate: Generate,
         sampling: SamplingParams,
         on_turn: Callable[[Turn], None] | None = None,
@@ -97,7 +97,8 @@ class DirectReader:
     ) -> Trajectory:
         context_ids = await self.tokenize_context(context) if isinstance(context, str) else context
         problem_ids = encode(self.tokenizer, problem)
-        total = int(np.asarray(context_ids).shape[0])
+        context_ids = as_token_ids(context_ids)
+        total = int(context_ids.shape[0])
         trajectory = Trajectory(turns=[], status=TrajectoryStatus.COMPLETED, context_tokens=total)
         budget = self.context_budget(int(problem_ids.shape[0]))
         if budget <= 0:
@@ -105,9 +106,9 @@ class DirectReader:
             trajectory.error = f"the question alone fills the {self.window}-token window"
             return trajectory
         # One chunk of `budget` tokens capped at one: plan_chunks keeps the first and last halves.
-        plan = plan_chunks(np.asarray(context_ids, dtype=TOKEN_DTYPE), budget, max_chunks=1)
+        plan = plan_chunks(context_ids, budget, max_chunks=1)
         trajectory.dropped_tokens = plan.dropped_tokens
-        prompt = self.template.render(problem=problem_ids, context=plan.tokens)
+        prompt = self.template.render(problem=problem_ids, context=plan.tokens[:])  # a spilled array is read here
         try:
             completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
         except GenerationError as error:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from mem_agent.agent.chunking import ChunkPlan, plan_chunks
+from mem_agent.agent.chunking import ChunkPlan, TokenIds, as_token_ids, plan_chunks
 from mem_agent.agent.prompt_sets import PromptSet, build_prompt_set
 from mem_agent.agent.records import (
     Completion,
@@ -36,7 +36,7 @@ from mem_agent.agent.records import (
 )
 from mem_agent.agent.rememr1 import ReMemR1Planner
 from mem_agent.settings.config import AgentMode, MemAgentConfig
-from mem_agent.tokenization.tokenizer import TOKEN_DTYPE, encode
+from mem_agent.tokenization.tokenizer import encode
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -132,7 +132,7 @@ class MemoryAgent:
     async def run(
         self,
         problem: str,
-        context: str | np.ndarray,
+        context: str | TokenIds,
         generate: Generate,
         sampling: SamplingParams,
         on_turn: Callable[[Turn], None] | None = None,
@@ -144,7 +144,7 @@ class MemoryAgent:
         much memory as the document itself, and only training needs them after the request.
         """
         context_ids = await self.tokenize_context(context) if isinstance(context, str) else context
-        plan = plan_chunks(np.asarray(context_ids, dtype=TOKEN_DTYPE), self.config.chunk_tokens, self.config.max_chunks)
+        plan = plan_chunks(as_token_ids(context_ids), self.config.chunk_tokens, self.config.max_chunks)
         trajectory = Trajectory(
             turns=[],
             status=TrajectoryStatus.COMPLETED,

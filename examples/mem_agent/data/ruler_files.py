@@ -17,6 +17,7 @@ from tqdm import tqdm
 from mem_agent.common.jsonstream import DataFormatError, write_json_array_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.data.contexts import BuildStats, build_items, load_questions
+from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE, write_index_files
 from mem_agent.data.qa_rows import Paragraph, QaRow
 
 __all__ = ["LongContextRequest", "write_long_context_files"]
@@ -32,6 +33,10 @@ class LongContextRequest:
     seed: int
     out_dir: Path
     force: bool
+    layout: str = "auto"  # text, index (positions in the input's sorted documents), or auto: index above 10,000
+
+    def is_index(self, num_docs: int) -> bool:
+        return self.layout == "index" or (self.layout == "auto" and num_docs > INDEX_LAYOUT_ABOVE)
 
 
 def write_long_context_files(request: LongContextRequest) -> None:
@@ -39,13 +44,27 @@ def write_long_context_files(request: LongContextRequest) -> None:
     names a problem of the flags or the input (nothing is written then), a UsageError a file that
     could not be written."""
     targets = _check_request(request)
+    indexed = [(n, t) for n, t in zip(request.num_docs, targets, strict=True) if request.is_index(n)]
+    if indexed:
+        counts, paths = zip(*indexed, strict=True)
+        try:
+            write_index_files(request.input, counts, paths, request.num_questions, request.seed)
+        except OSError as error:
+            raise UsageError(f"cannot write in {request.out_dir}: {error.strerror}") from None
+    texts = [(n, t) for n, t in zip(request.num_docs, targets, strict=True) if not request.is_index(n)]
+    if texts:
+        _write_text_files(request, texts)
+
+
+def _write_text_files(request: LongContextRequest, texts: list[tuple[int, Path]]) -> None:
+    """The text layout: every context's documents written out."""
     questions, pool, skipped = load_questions(request.input, request.num_questions)
     if not questions:
         raise DataFormatError(f"{request.input}: no row with a question and a non-empty answer")
-    _check_fillable(request.input, questions, pool, max(request.num_docs))
+    _check_fillable(request.input, questions, pool, max(n for n, _ in texts))
     print(f"{len(questions)} questions, {len(pool)} distinct paragraphs, {skipped} rows skipped (empty answer)")
     print(f"{'docs':>6} | {'questions':>9} | {'mean chars':>10} | {'max chars':>10} | {'pool reused':>11} | file")
-    for num_docs, target in zip(request.num_docs, targets, strict=True):
+    for num_docs, target in texts:
         try:
             _write_file(target, questions, pool, num_docs, request.seed)
         except OSError as error:

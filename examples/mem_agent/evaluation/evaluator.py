@@ -15,20 +15,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm import tqdm
 
+from mem_agent.agent.chunking import TokenIds
 from mem_agent.agent.direct_reading import DirectReader
 from mem_agent.agent.records import SamplingParams, Trajectory
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.token_file import spill
 from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items
 from mem_agent.evaluation.results import ResultStore
 from mem_agent.inference.client_pool import ClientPool
 from mem_agent.settings.config import AgentMode
 
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
+# Contexts longer than this are held in an unnamed file in the output folder while they run, read a
+# chunk at a time (common/token_file.py): 128 questions of 3.5M tokens would otherwise hold 1.8 GB
+# of ids. RULER-HQA up to 6400 documents (~900K tokens) stays in memory: no disk traffic there.
+SPILL_ABOVE_TOKENS = 1 << 20
 
 OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores], None]
 
@@ -41,8 +46,10 @@ class Evaluator:
         sampling: SamplingParams,
         questions_in_flight: int,
         on_trajectory: OnTrajectory | None = None,
+        spill_folder: Path | None = None,
     ):
         self.agent = agent
+        self.spill_folder = spill_folder  # where contexts of over SPILL_ABOVE_TOKENS tokens wait
         self.on_trajectory = on_trajectory  # e.g. --save-trajectories: each item's per-turn record
         self.pool = pool
         self.sampling = sampling
@@ -88,11 +95,16 @@ class Evaluator:
             if tasks:
                 await asyncio.gather(*tasks)
 
-    async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> np.ndarray:
+    async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> TokenIds:
         try:
-            return await self.agent.tokenize_context(item.context)
+            text = await asyncio.to_thread(item.text) if item.positions is not None else item.context
+            item.context, item.positions = "", None  # the text is not needed again: only its ids stay
+            ids = await self.agent.tokenize_context(text)
+            del text
+            if ids.shape[0] <= SPILL_ABOVE_TOKENS:
+                return ids
+            return await asyncio.to_thread(spill, ids, self.spill_folder)
         finally:
-            item.context = ""  # the text is not needed again: only its ids stay in flight
             text_slots.release()
 
     async def _evaluate(

@@ -56,7 +56,9 @@ def format_table(reports: Sequence[EvalFileReport]) -> str:
 
 
 # Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
-ANSWER_SHAPING = ("config", "sampling", "tokenizer", "data", "data_sha256", "prompts", "mode", "direct")
+ANSWER_SHAPING = (
+    "config", "sampling", "tokenizer", "data", "data_sha256", "corpus_sha256", "prompts", "mode", "direct"
+)  # fmt: skip
 # Of a fact that holds many values, only these are compared: summary.json records every setting
 # under "config", but a timeout, the retries or the wire protocol never change a finished result
 # (config.Setting.shapes_answers), so raising them to rerun failed items must not be refused.

@@ -27,6 +27,7 @@ class EvalRequest:
 
     data: tuple[Path, ...]
     data_root: Path | None
+    corpus: Path | None
     lengths: tuple[int, ...] | None
     output_dir: Path
     url: tuple[str, ...]
@@ -43,6 +44,7 @@ class EvalRequest:
     prompts: str | None
     mode: str | None
     context_window: int | None
+    window_preset: str | None
     concurrency: int
     questions_in_flight: int
     limit: int | None
@@ -64,10 +66,47 @@ class _RaisingParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+@dataclass(frozen=True)
+class WindowPreset:
+    """A window MemAgent's direct baselines ran with (taskutils/memory_eval/run.py's ENV: MAX_INPUT_LEN
+    prompt tokens, middle-truncated, and MAX_OUTPUT_LEN answer tokens)."""
+
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def context_window(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+WINDOW_PRESETS = {
+    "memagent-128k": WindowPreset(120_000, 10_000),  # its 128K models: R1-Distill, QwenLong-L1, Qwen2.5-128k
+    "memagent-1m": WindowPreset(990_000, 10_000),  # its 1M models: Qwen2.5-7B/14B-Instruct-1M
+}
+
+
 def parse_request(argv: Sequence[str] | None = None, *, raising: bool = False) -> EvalRequest:
     """The request an argument vector makes. A bad flag exits with status 2 and argparse's usage line,
     as a command does; with `raising` it is a UsageError instead (a launch checking the vector)."""
-    return EvalRequest.of(build_parser(_RaisingParser if raising else argparse.ArgumentParser).parse_args(argv))
+    parser = build_parser(_RaisingParser if raising else argparse.ArgumentParser)
+    args = parser.parse_args(argv)
+    if args.window_preset is not None:
+        _apply_preset(parser, args)
+    return EvalRequest.of(args)
+
+
+def _apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--window-preset sets --mode direct, --context-window and --max-final, so none may be given beside it."""
+    given = [
+        flag for flag, value in (("--context-window", args.context_window), ("--max-final", args.max_final)) if value
+    ]
+    if given or args.mode not in (None, DIRECT_MODE):
+        clash = " and ".join(given) if given else f"--mode {args.mode}"
+        parser.error(
+            f"--window-preset {args.window_preset} sets --mode direct, --context-window and --max-final: drop {clash}"
+        )
+    preset = WINDOW_PRESETS[args.window_preset]
+    args.mode, args.context_window, args.max_final = DIRECT_MODE, preset.context_window, preset.output_tokens
 
 
 def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -80,11 +119,18 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
     )
     parser.add_argument("--data-root", type=Path, default=None, help="folder holding eval_<N>.json files")
     parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="the HotpotQA dev file that index-layout files (eval_12800/25600.json) point into"
+        " (default: hotpotqa_dev.json beside each eval file)",
+    )
+    parser.add_argument(
         "--lengths",
         type=int,
         nargs="*",
         default=None,
-        help="with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..6400)",
+        help="with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..25600)",
     )
     parser.add_argument(
         "--output-dir", type=Path, default=Path("runs/eval"), help="results folder (default: %(default)s)"
@@ -105,6 +151,13 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
         default=None,
         help="--mode direct: the model's window in tokens, prompt and answer (MEM_MAX_FINAL) together; a longer"
         " document keeps its first and last halves (default: max_position_embeddings in the model's config.json)",
+    )
+    parser.add_argument(
+        "--window-preset",
+        choices=sorted(WINDOW_PRESETS),
+        default=None,
+        help="--mode direct at the window MemAgent's baselines used: memagent-128k (prompts cut to 120,000 tokens,"
+        " answers up to 10,000) or memagent-1m (990,000 and 10,000); sets --mode, --context-window, --max-final",
     )
     parser.add_argument("--concurrency", type=int, default=256, help="requests in flight, all servers (default: 256)")
     parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")

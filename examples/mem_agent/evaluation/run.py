@@ -111,7 +111,9 @@ def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
     reach_servers(servers)
     lock.take()
     facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts)
-    facts |= mode_facts(request, settings.mode, agent) | {key: plan.facts[key] for key in ("data", "data_sha256")}
+    facts |= mode_facts(request, settings.mode, agent) | {
+        key: plan.facts[key] for key in ("data", "data_sha256", "corpus_sha256") if key in plan.facts
+    }
     earlier_runs = [] if request.force else check_reuse(request.output_dir, facts)
     stores = {f: ResultStore.open(inside(request.output_dir, f.results_name), force=request.force) for f in plan.files}
     return _Run(settings, plan, earlier_runs, facts, servers, agent, stores)
@@ -163,7 +165,9 @@ async def _evaluate_all(request: EvalRequest, run: _Run, on_trajectory: OnTrajec
     assert run.agent is not None
     started = time.monotonic()
     async with ClientPool.for_servers(run.servers, request.concurrency) as pool:
-        evaluator = Evaluator(run.agent, pool, run.settings.sampling, request.questions_in_flight, on_trajectory)
+        evaluator = Evaluator(
+            run.agent, pool, run.settings.sampling, request.questions_in_flight, on_trajectory, request.output_dir
+        )
         with tqdm(total=sum(run.plan.expected.values()), unit="q", desc="questions", dynamic_ncols=True) as progress:
             await evaluator.run(run.plan.files, run.stores, progress)
     return evaluator, time.monotonic() - started

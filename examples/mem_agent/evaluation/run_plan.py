@@ -19,7 +19,7 @@ from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import gather, problems_to_error
-from mem_agent.evaluation.files import EvalFile, check_eval_file, file_sha256, resolve_files
+from mem_agent.evaluation.files import EvalFile, check_eval_file, corpus_of, file_sha256, resolve_files
 from mem_agent.evaluation.reporting import check_reuse, facts_known_without_a_server
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import completed_ids
@@ -74,7 +74,8 @@ def check_data(
     present = [file for file in files if file.path.is_file()]
     if request.output_dir.is_dir():
         lock()
-    item_ids = dict(zip(present, gather(*(functools.partial(check_eval_file, f.path) for f in present)), strict=True))
+    checks = (functools.partial(check_eval_file, f.path, f.corpus) for f in present)
+    item_ids = dict(zip(present, gather(*checks), strict=True))
     expected = {file: min(len(ids), file.limit or sys.maxsize) for file, ids in item_ids.items()}
     left = 0
     for file, ids in item_ids.items():
@@ -84,6 +85,9 @@ def check_data(
     facts |= mode_facts(request, settings.mode)
     facts["data"] = {file.label: len(ids) for file, ids in item_ids.items()}
     facts["data_sha256"] = {file.label: file_sha256(file.path) for file in present}  # what compare checks runs by
+    corpora = {file.label: corpus_of(file) for file in present}
+    if any(corpora.values()):  # index-layout files: the text is the corpus's, so its sha256 shapes answers
+        facts["corpus_sha256"] = {label: sha for label, sha in corpora.items() if sha}
     return DataPlan(tuple(files), expected, left, bool(files) and len(present) == len(files), facts)
 
 
@@ -104,7 +108,10 @@ def mode_facts(request: EvalRequest, mode: str, reader: MemoryAgent | DirectRead
     window = (
         reader.window if isinstance(reader, DirectReader) else request.context_window or model_window(request.tokenizer)
     )
-    return {"mode": mode, "direct": {"context_window": window}} if window else {"mode": mode}
+    if not window:
+        return {"mode": mode}
+    preset = {"window_preset": request.window_preset} if request.window_preset else {}
+    return {"mode": mode, "direct": {"context_window": window, **preset}}
 
 
 def _config_and_mode(request: EvalRequest) -> tuple[MemAgentConfig, str]:

@@ -142,7 +142,18 @@ class _Launch:
         if reuse:
             print(f"demo: reusing {' '.join(f'eval_{n}.json' for n in reuse)} in {data} (made by an earlier run)")
         if build:
-            builder = [python, "-m", "mem_agent.build_long_context", "--input", raw, "--num-docs", *build]
+            # text layout at every length: the demo's synthetic set is too small a corpus for index files
+            builder = [
+                python,
+                "-m",
+                "mem_agent.build_long_context",
+                "--input",
+                raw,
+                "--layout",
+                "text",
+                "--num-docs",
+                *build,
+            ]
             if code := self._run(
                 "build_long_context", [*builder, "--num-questions", str(questions), "--out-dir", data]
             ):

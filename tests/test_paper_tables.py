@@ -1,0 +1,94 @@
+"""The published tables kept as data (evaluation/paper_tables.json) and a run set beside them by
+`compare --paper`: the same metric per length, the paper's version named, the protocol differences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mem_agent import compare, eval_ruler_hqa
+from mem_agent.evaluation.paper_tables import load_tables
+
+FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
+
+
+def test_every_table_names_its_source_and_holds_numbers_of_its_own_columns():
+    tables = load_tables()
+    assert {"memagent-v1-ruler-hqa", "memagent-v1-ruler-average"} <= set(tables)
+    for table in tables.values():
+        assert table.arxiv and table.version and table.table and table.source
+        assert table.protocol["temperature"] == 0.7 and table.protocol["top_p"] == 0.95
+        for row in table.rows:
+            assert set(row.values) == set(table.columns) and row.mode in ("memagent", "direct")
+            assert all(value is None or 0 <= value <= 100 for value in row.values.values())
+    hqa = tables["memagent-v1-ruler-hqa"]
+    seven = next(row for row in hqa.rows if row.model == "RL-MemAgent-7B")
+    assert (seven.values["12800"], seven.values["25600"]) == (75.78, 71.09)
+    assert all(row.values["25600"] is None for row in hqa.rows if row.mode == "direct")
+
+
+@pytest.fixture(scope="module")
+def run_folder(make_eval_files, instant_server, tmp_path_factory) -> Path:
+    root = make_eval_files(50, 100, questions=2)
+    out = tmp_path_factory.mktemp("paper_run") / "memagent"
+    argv = ["--data-root", str(root), "--lengths", "50", "100", "--output-dir", str(out), "--url", instant_server]
+    assert eval_ruler_hqa.main([*argv, *FAST]) == 0
+    return out
+
+
+def test_one_run_beside_a_published_row(run_folder, tmp_path):
+    out = tmp_path / "compare"
+    argv = [str(run_folder), "--paper", "memagent-v1-ruler-hqa:RL-MemAgent-7B", "--output-dir", str(out)]
+    assert compare.main(argv) == 0
+    (numbers,) = json.loads((out / "paper_comparison.json").read_text())
+    assert numbers["version"] == "v1" and numbers["metric"] == "sub_em" and "2507.02259" in numbers["cited"]
+    assert list(numbers["lengths"]) == ["50", "100"]
+    assert numbers["lengths"]["50"]["paper"] == {"RL-MemAgent-7B": 82.03}
+    assert numbers["lengths"]["100"]["paper_column"] == "14K"
+    summary = json.loads((run_folder / "summary.json").read_text())
+    ours = next(r for r in summary["results"] if r["label"] == "50")["sub_em"]
+    assert numbers["lengths"]["50"]["runs"] == {"memagent": ours}
+    (differences,) = numbers["protocol_differences"].values()
+    assert any(d.startswith("chunk_tokens") for d in differences)
+    assert any(d.startswith("max_memory_tokens") for d in differences)
+    assert (out / "paper_comparison.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_whole_table_beside_two_runs_also_compares_the_runs(run_folder, tmp_path):
+    out = tmp_path / "compare"
+    assert (
+        compare.main(
+            [
+                str(run_folder),
+                str(run_folder),
+                "--labels",
+                "a",
+                "b",
+                "--paper",
+                "memagent-v1-ruler-hqa",
+                "--output-dir",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    (numbers,) = json.loads((out / "paper_comparison.json").read_text())
+    assert len(numbers["lengths"]["50"]["paper"]) == 8 and set(numbers["lengths"]["50"]["runs"]) == {"a", "b"}
+    assert (out / "compare.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--paper", "memagent-v9"], "memagent-v9"),
+        (["--paper", "memagent-v1-ruler-hqa:Nobody-7B"], "Nobody-7B"),
+        (["--paper", "memagent-v1-ruler-hqa", "--metric", "f1"], "--metric"),
+        (["--paper", "memagent-v1-ruler-average"], "memagent-v1-ruler-average"),
+    ],
+)
+def test_a_paper_choice_that_cannot_be_honoured_is_refused(run_folder, tmp_path, capsys, argv, named):
+    assert compare.main([str(run_folder), *argv, "--output-dir", str(tmp_path / "out")]) == 2
+    assert named in capsys.readouterr().err
+    assert not (tmp_path / "out" / "paper_comparison.json").exists()
