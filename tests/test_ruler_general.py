@@ -19,6 +19,7 @@ from mem_agent.evaluation.files import EvalFile, check_eval_file, iter_items
 from mem_agent.evaluation.results import read_results
 from mem_agent.tokenization.tokenizer import encode, load_tokenizer
 from support.ruler_data import write_essay, write_squad
+from support.scripts import SCRIPTS, run_script
 
 LENGTHS = (512, 1024)
 SAMPLES = 2
@@ -153,3 +154,32 @@ def test_the_evaluator_runs_every_split_and_writes_the_suite_summary_and_heat_ma
     capsys.readouterr()
     assert eval_ruler_hqa.main([*argv, "--check"]) == 0
     assert "left to run: 0" in capsys.readouterr().out
+
+
+def _suite_case(root: Path, case: str) -> tuple[dict[str, str], str]:
+    """run-eval.sh's settings for a refused SUITE=ruler launch, and what the refusal must name."""
+    model, ruler = root / "model", root / "ruler"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    ruler.mkdir()
+    good = {"index": 0, "input": "Which variables hold 5?", "context": "Variable AB holds 5.", "outputs": ["AB"]}
+    (ruler / "eval_vt_8192.json").write_text(json.dumps([good]))
+    served = {"MODEL_PATH": str(model), "SUITE": "ruler", "RULER_ROOT": str(ruler), "RULER_SPLITS": "vt"}
+    if case == "bad item":
+        (ruler / "eval_vt_16384.json").write_text(json.dumps([good | {"outputs": []}]))
+        return served | {"RULER_LENGTHS": "8192 16384"}, "eval_vt_16384.json"
+    return {
+        "missing file": (served | {"RULER_LENGTHS": "8192 16384"}, "eval_vt_16384.json"),
+        "unknown split": (served | {"RULER_SPLITS": "vt niah_single_9", "RULER_LENGTHS": "8192"}, "RULER_SPLITS"),
+        "ruler settings with hqa": ({"MODEL_PATH": str(model), "RULER_LENGTHS": "8192"}, "RULER_LENGTHS"),
+        "demo": ({"SUITE": "ruler"}, "SUITE"),
+    }[case]
+
+
+@pytest.mark.parametrize("case", ["missing file", "bad item", "unknown split", "ruler settings with hqa", "demo"])
+def test_run_eval_refuses_a_bad_ruler_suite_before_anything_starts(tmp_path, case):
+    env, named = _suite_case(tmp_path, case)
+    result = run_script(SCRIPTS / "run-eval.sh", env | {"OUTPUT_ROOT": str(tmp_path / "runs")}, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert named in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "runs").exists()
