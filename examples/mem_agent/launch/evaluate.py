@@ -169,8 +169,9 @@ def _help() -> str:
     return help_text(
         EvalSettings,
         "[VAR=value ...] bash examples/mem_agent/run-eval.sh [-h | --help]",
-        "RULER-HQA evaluation of a memory agent: every setting is checked before anything starts, all problems in"
-        " one message; a setting the chosen mode does not use is one of them (DATA_ROOT in the demo, TP with URL)."
+        "RULER-HQA evaluation of a memory agent (SUITE=ruler: RULER's general tasks; all: both, one summary.json):"
+        " every setting is checked before anything starts, all problems in one message; a setting the chosen mode"
+        " does not use is one of them (DATA_ROOT in the demo, TP with URL)."
         " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
         "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
         " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"
