@@ -134,13 +134,13 @@ def test_a_bad_item_is_refused_naming_its_file_and_field(tmp_path, item, field):
 @pytest.mark.server
 def test_the_evaluator_runs_every_split_and_writes_the_suite_summary_and_heat_map(stack, ruler_root, tmp_path, capsys):
     argv = ["--ruler-root", str(ruler_root), "--output-dir", str(tmp_path), "--url", stack.router_url]
-    argv += ["--protocol", "vllm", "--tokenizer", str(stack.model_path), *FAST]
+    argv += ["--protocol", "vllm", "--tokenizer", str(stack.model_path), "--limit", "1", *FAST]
     assert eval_ruler_hqa.main(argv) == 0
     labels = [f"{split}_{length}" for split in RULER_SPLITS for length in LENGTHS]
     for label in labels:
         split = label.rsplit("_", 1)[0]
         records = read_results(tmp_path / f"results_{label}.jsonl")
-        assert sorted(r["id"] for r in records) == [str(i) for i in range(SAMPLES)]
+        assert [r["id"] for r in records] == ["0"]  # --limit 1: the first item of each file
         for record in records:
             assert record["status"] == "completed", record.get("error")
             rescored = score_ruler_answer(record["answer"], record["answers"], split).fields()
