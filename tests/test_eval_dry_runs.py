@@ -9,6 +9,7 @@ concern), each with the same values. Lines meant for a person are not compared.
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -29,6 +30,12 @@ def _cases(root: Path) -> dict[str, tuple[Path, dict[str, str], list[str]]]:
         write_eval_file(data / f"eval_{n}.json", 3)
     model.mkdir()
     (model / "config.json").write_text("{}")
+    ruler = root / "ruler"
+    ruler.mkdir()
+    for split in ("vt", "qa_2"):
+        item = {"index": 0, "input": "Which variables hold 5?", "context": "Variable AB holds 5.", "outputs": ["AB"]}
+        (ruler / f"eval_{split}_8192.json").write_text(json.dumps([item]))
+    suite = {"SUITE": "all", "RULER_ROOT": str(ruler), "RULER_SPLITS": "vt qa_2", "RULER_LENGTHS": "8192"}
     served = {"DRY_RUN": "1", "MODEL_PATH": str(model), "DATA_ROOT": str(data)}
     run_eval = SCRIPTS / "run-eval.sh"
     return {
@@ -42,6 +49,7 @@ def _cases(root: Path) -> dict[str, tuple[Path, dict[str, str], list[str]]]:
             [],
         ),
         "eval_cpu_model": (run_eval, served | {"LENGTH": "50", "EXTRA_EVAL_ARGS": "--save-trajectories"}, []),
+        "eval_suite_all": (run_eval, served | {"LENGTH": "50"} | suite, []),
         "eval_convert": (
             run_eval,
             files.env("slime")
@@ -87,7 +95,16 @@ def _commands(stdout: str, root: Path) -> list[list[str]]:
 
 
 @pytest.mark.parametrize(
-    "case", ["eval_demo", "eval_gpu_dp_vllm", "eval_gpu_dp_router", "eval_cpu_model", "eval_convert", "prep_download"]
+    "case",
+    [
+        "eval_demo",
+        "eval_gpu_dp_vllm",
+        "eval_gpu_dp_router",
+        "eval_cpu_model",
+        "eval_suite_all",
+        "eval_convert",
+        "prep_download",
+    ],
 )
 def test_a_dry_run_prints_the_recorded_commands(tmp_path, case):
     script, env, args = _cases(tmp_path)[case]

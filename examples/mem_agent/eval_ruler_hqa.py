@@ -24,6 +24,9 @@ one per item, kept in step with the results across resumes.
 `--mode direct` runs the long-context baseline instead: the same model reading the whole document
 in one prompt, cut in the middle to fit `--context-window` as RULER does; summary.json records the
 mode, so `python -m mem_agent.compare` puts both runs on one plot.
+`--ruler-root` adds RULER's general tasks (`eval_<split>_<length>.json`, `--ruler-splits`,
+`--ruler-lengths`): each scored as MemAgent's ruler_general.py scores it (agent/ruler_scoring.py),
+kept under "ruler" in the same summary.json and drawn as `ruler_heatmap.png`.
 One run per `--output-dir` at a time: the folder is locked (common/run_folder.py) before it is
 read, and a second evaluator on it is refused at once (exit 2), naming the first's PID.
 Exit status: 0 all items answered, 1 some failed (they count as wrong), 2 bad usage or data.

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from mem_agent.agent.chunking import TokenIds
 from mem_agent.agent.direct_reading import DirectReader
 from mem_agent.agent.records import SamplingParams, Trajectory
+from mem_agent.agent.ruler_scoring import score_ruler_answer
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
@@ -118,15 +119,15 @@ class Evaluator:
                 item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
             )
             scores = score_answer(trajectory.answer, item.answers, rules=self.rules)
+            record.update(status=trajectory.status.value, error=trajectory.error)
+            if file.ruler is None:
+                record.update(prediction=scores.extracted, answer=trajectory.answer)
+                record.update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, strict=scores.strict)
+            else:  # RULER general: the split's own metric (string_match_all, or the QA metrics)
+                ruler = score_ruler_answer(trajectory.answer, item.answers, file.ruler.split, rules=self.rules)
+                record.update(split=file.ruler.split, prediction=ruler.extracted, answer=trajectory.answer)
+                record.update(ruler.fields())
             record.update(
-                status=trajectory.status.value,
-                error=trajectory.error,
-                prediction=scores.extracted,
-                answer=trajectory.answer,
-                sub_em=scores.sub_em,
-                em=scores.em,
-                f1=scores.f1,
-                strict=scores.strict,
                 context_tokens=trajectory.context_tokens,
                 dropped_tokens=trajectory.dropped_tokens,
                 num_chunks=trajectory.num_chunks,

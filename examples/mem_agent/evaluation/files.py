@@ -32,9 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.jsonstream import DataFormatError, iter_json_array
 from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME, HOTPOTQA_DEV_DOCUMENTS, Corpus, read_corpus
+from mem_agent.evaluation.ruler_items import RulerName, iter_ruler_records, ruler_file_name, ruler_name
 
 if TYPE_CHECKING:
     from mem_agent.evaluation.request import EvalRequest
@@ -56,6 +58,11 @@ class EvalFile:
     @property
     def corpus_path(self) -> Path:
         return self.corpus if self.corpus is not None else self.path.parent / CORPUS_NAME
+
+    @property
+    def ruler(self) -> RulerName | None:
+        """The RULER general split and length (eval_<split>_<length>.json); None for RULER-HQA."""
+        return ruler_name(self.path)
 
 
 @dataclass
@@ -94,12 +101,20 @@ def _read_corpus_once(path: Path, mtime_ns: int, size: int) -> Corpus:
 
 
 def label_of(path: Path) -> str:
+    if (name := ruler_name(path)) is not None:
+        return name.label
     match = re.fullmatch(r"eval_(\d+)", path.stem)
     return match.group(1) if match else path.stem
 
 
 def iter_items(file: EvalFile) -> Iterator[EvalItem]:
-    """Items of a RULER-HQA file, validated as they stream past; a bad one stops the run (exit 2)."""
+    """Items of an eval file, validated as they stream past; a bad one stops the run (exit 2)."""
+    if file.ruler is not None:
+        for position, (item_id, question, outputs, context) in enumerate(iter_ruler_records(file.path, file.ruler)):
+            if file.limit is not None and position >= file.limit:
+                return
+            yield EvalItem(file, item_id, question, outputs, context)
+        return
     for position, raw in enumerate(iter_json_array(file.path)):
         if file.limit is not None and position >= file.limit:
             return
@@ -190,8 +205,11 @@ def resolve_files(request: EvalRequest, *, allow_missing: bool = False) -> list[
             raise UsageError(f"--data-root {root} is not a folder")
         lengths = request.lengths or [n for n in RULER_HQA_LENGTHS if (root / f"eval_{n}.json").is_file()]
         paths += [root / f"eval_{n}.json" for n in lengths]
+    paths += _ruler_paths(request, allow_missing)
     if not paths and not allow_missing:
-        raise UsageError("nothing to evaluate: pass --data FILE ... or --data-root DIR (see prepare-eval-data.sh)")
+        raise UsageError(
+            "nothing to evaluate: pass --data FILE ..., --data-root DIR or --ruler-root DIR (see prepare-eval-data.sh)"
+        )
     missing = [str(path) for path in paths if not path.is_file()]
     if missing and not allow_missing:
         raise UsageError(f"eval file(s) not found: {', '.join(missing)}")
@@ -199,6 +217,25 @@ def resolve_files(request: EvalRequest, *, allow_missing: bool = False) -> list[
     if len({file.label for file in files}) != len(files):
         raise UsageError("two eval files would share one results file; give files with distinct names")
     return files
+
+
+def _ruler_paths(request: EvalRequest, allow_missing: bool) -> list[Path]:
+    """--ruler-root's files: every split x length asked for, or without either list every
+    eval_<split>_<length>.json the folder holds (splits in RULER's order, then lengths)."""
+    root = request.ruler_root
+    if root is None:
+        return []
+    if not root.is_dir():
+        if allow_missing and request.ruler_splits and request.ruler_lengths and not root.exists():
+            return [root / ruler_file_name(s, n) for s in request.ruler_splits for n in request.ruler_lengths]
+        raise UsageError(f"--ruler-root {root} is not a folder")
+    present = sorted(
+        (name for path in root.glob("eval_*.json") if (name := ruler_name(path)) is not None),
+        key=lambda name: (RULER_SPLITS.index(name.split), name.length),
+    )
+    splits = request.ruler_splits or list(dict.fromkeys(name.split for name in present))
+    lengths = request.ruler_lengths or sorted({name.length for name in present})
+    return [root / ruler_file_name(split, length) for split in splits for length in lengths]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,14 @@ from mem_agent.agent.prompt_sets import prompt_facts
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.evaluation.ruler_items import ruler_name
+from mem_agent.evaluation.ruler_report import (
+    HEATMAP_NAME,
+    format_heatmap_table,
+    plot_heatmap,
+    ruler_entry,
+    with_earlier_entries,
+)
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
@@ -169,18 +177,29 @@ def write_reports(
     produced these results, oldest first (the last is the latest). With `keep_other_labels` the
     lengths an earlier run evaluated into this folder and this one did not stay in both (their
     results files are still there, made with the settings `runs` records)."""
+    ruler = [entry for r in reports if (entry := ruler_entry(r.label, r.path, r.summary)) is not None]
+    reports = [r for r in reports if ruler_name(r.path) is None]
     if keep_other_labels:
         reports = _with_other_labels(reports, output_dir)
-    print(format_table(reports), flush=True)
+        ruler = with_earlier_entries(ruler, output_dir)
+    if reports:
+        print(format_table(reports), flush=True)
+    if ruler:
+        print(format_heatmap_table(ruler), flush=True)
     document = {
+        "suites": [suite for suite, held in (("hqa", reports), ("ruler", ruler)) if held],
         "results": [{"label": r.label, "file": str(r.path), **r.summary} for r in reports],
+        "ruler": ruler,
         "run": runs[-1] if runs else None,
         "earlier_runs": list(runs[:-1]),
     }
     write_text_atomic(output_dir / SUMMARY_NAME, json.dumps(document, indent=2) + "\n")
-    if plot:
+    plots = [name for name, held in ((PLOT_NAME, reports), (HEATMAP_NAME, ruler)) if plot and held]
+    if plot and reports:
         plot_accuracy(reports, output_dir / PLOT_NAME)
-    print(f"summary: {output_dir / SUMMARY_NAME}" + (f"  plot: {output_dir / PLOT_NAME}" if plot else ""))
+    if plot and ruler:
+        plot_heatmap(ruler, output_dir / HEATMAP_NAME)
+    print(f"summary: {output_dir / SUMMARY_NAME}" + "".join(f"  plot: {output_dir / name}" for name in plots))
 
 
 def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> list[EvalFileReport]:

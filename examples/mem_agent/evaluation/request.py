@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.agent.direct_reading import DIRECT_MODE
+from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
 from mem_agent.inference.agent_flags import add_agent_flags, add_sampling_flags, add_server_flags
@@ -29,6 +30,9 @@ class EvalRequest:
     data_root: Path | None
     corpus: Path | None
     lengths: tuple[int, ...] | None
+    ruler_root: Path | None
+    ruler_splits: tuple[str, ...] | None
+    ruler_lengths: tuple[int, ...] | None
     output_dir: Path
     url: tuple[str, ...]
     protocol: str
@@ -55,8 +59,11 @@ class EvalRequest:
 
     @classmethod
     def of(cls, args: argparse.Namespace) -> EvalRequest:
-        lengths = None if args.lengths is None else tuple(args.lengths)
-        return cls(**vars(args) | {"data": tuple(args.data), "url": tuple(args.url or ()), "lengths": lengths})
+        def _tuple(values: list | None) -> tuple | None:
+            return None if values is None else tuple(values)
+
+        lists = {name: _tuple(getattr(args, name)) for name in ("lengths", "ruler_splits", "ruler_lengths")}
+        return cls(**vars(args) | {"data": tuple(args.data), "url": tuple(args.url or ())} | lists)
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -112,7 +119,8 @@ def _apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser = kind(
         prog=program_name("mem_agent.eval_ruler_hqa"),
-        description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json) and report accuracy vs length.",
+        description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json) and RULER's general tasks"
+        " (eval_<split>_<length>.json), and report accuracy vs length.",
     )
     parser.add_argument(
         "--data", type=Path, nargs="*", default=[], help="eval files to run (any RULER-HQA-shaped JSON)"
@@ -131,6 +139,28 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
         nargs="*",
         default=None,
         help="with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..25600)",
+    )
+    parser.add_argument(
+        "--ruler-root",
+        type=Path,
+        default=None,
+        help="folder holding RULER general files, eval_<split>_<length>.json (qa_* files with index contexts:"
+        " squad.json / hotpotqa_dev.json beside them)",
+    )
+    parser.add_argument(
+        "--ruler-splits",
+        nargs="*",
+        choices=RULER_SPLITS,
+        default=None,
+        metavar="SPLIT",
+        help=f"with --ruler-root: the splits to run, of {' '.join(RULER_SPLITS)} (default: every split present)",
+    )
+    parser.add_argument(
+        "--ruler-lengths",
+        type=int,
+        nargs="*",
+        default=None,
+        help="with --ruler-root: the lengths in tokens to run, e.g. 8192 131072 (default: every length present)",
     )
     parser.add_argument(
         "--output-dir", type=Path, default=Path("runs/eval"), help="results folder (default: %(default)s)"

@@ -18,7 +18,7 @@ from pathlib import Path
 from mem_agent.common.jsonstream import iter_json_array
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.launch.convert import converted_path
-from mem_agent.launch.eval_settings import SERVER_KNOBS, EvalSettings, Mode
+from mem_agent.launch.eval_settings import SERVER_KNOBS, EvalSettings, Mode, Suite
 from mem_agent.launch.problems import Problems, port_in_use
 from mem_agent.launch.serving import GpuLayout
 
@@ -59,7 +59,9 @@ def model_folder(settings: EvalSettings, environ: Mapping[str, str], problems: P
 
 def check_machine(settings: EvalSettings, mode: Mode, lengths: list[str], problems: Problems) -> None:
     """What this machine must have: the data, the model, the server at URL, the packages."""
-    if mode is not Mode.DEMO:
+    if mode is not Mode.DEMO and settings.suite.runs(Suite.RULER):
+        _check_ruler_files(settings, problems)
+    if mode is not Mode.DEMO and settings.suite.runs(Suite.HQA):
         absent = [f"eval_{n}.json" for n in lengths if not (Path(settings.data_root) / f"eval_{n}.json").is_file()]
         if absent:
             get = (
@@ -81,6 +83,19 @@ def check_machine(settings: EvalSettings, mode: Mode, lengths: list[str], proble
             f"{sys.executable} cannot import {', '.join(absent)}: run bash {REPO}/scripts/bootstrap.sh (it makes"
             f" {REPO}/.venv with everything), or set PYTHON to an interpreter with mem-agent installed"
             f" (pip install -e '{REPO}[eval]')"
+        )
+
+
+def _check_ruler_files(settings: EvalSettings, problems: Problems) -> None:
+    """Every split x length file is there (their items are read in full by the evaluator's checks)."""
+    root = Path(settings.ruler_root)
+    names = [f"eval_{s}_{n}.json" for s in settings.ruler_splits.split() for n in settings.ruler_lengths.split()]
+    absent = [name for name in names if not (root / name).is_file()]
+    if absent:
+        shown = " ".join(absent[:4]) + (f" and {len(absent) - 4} more" if len(absent) > 4 else "")
+        build = f"python -m mem_agent.data.ruler_build --out-dir {root} --tokenizer MODEL_PATH --lengths ..."
+        problems.missing(
+            f"RULER_ROOT={root} lacks {shown} (copy MemAgent's or RULER's files there, or make ours: {build})"
         )
 
 

@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel
 
+from mem_agent.agent.ruler_scoring import MEMAGENT_SPLITS, RULER_LENGTHS, RULER_SPLITS
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Switch
 from mem_agent.launch.serving import CPU_STACK_MODULE
@@ -26,9 +27,10 @@ from mem_agent.settings.declared import ENV_MODEL_CONFIG, INT_LIMIT, setting
 
 RULER_HQA_LENGTHS = "50 100 200 400 800 1600 3200 6400"
 DEMO_LENGTHS = "50 200"
-MODE, DATA, GPU, EVALUATOR, DEMO = (
+MODE, DATA, RULER, GPU, EVALUATOR, DEMO = (
     "What to evaluate (the mode)",
     "Data and output",
+    "RULER's general tasks (SUITE=ruler or all)",
     "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)",
     "Evaluator (its own flags, checked by it: python -m mem_agent.eval_ruler_hqa --help; default: its own)",
     "Demo only (no MODEL_PATH, no URL)",
@@ -41,6 +43,15 @@ class Mode(enum.StrEnum):
     DEMO = "demo"  # the tiny Qwen3 on the CPU stack, synthetic data
     URL = "url"  # a running server or router
     SERVE = "serve"  # a model served here: on GPUs, or on the CPU stack
+
+
+class Suite(enum.StrEnum):
+    HQA = "hqa"  # RULER-HQA: DATA_ROOT's eval_<N>.json at LENGTH documents
+    RULER = "ruler"  # RULER's general tasks: RULER_ROOT's eval_<split>_<length>.json
+    ALL = "all"  # both, in one run folder with one summary.json
+
+    def runs(self, suite: Suite) -> bool:
+        return self in (suite, Suite.ALL)
 
 
 class DpMode(enum.StrEnum):
@@ -58,6 +69,18 @@ def _counts(text: str) -> str:
 
 # Document counts, given as words ("50 200"): LENGTH of run-eval.sh and prepare-eval-data.sh.
 DocumentCounts = Annotated[str, AfterValidator(_counts)]
+
+
+def _splits(text: str) -> str:
+    words = text.split()
+    unknown = [word for word in words if word not in RULER_SPLITS]
+    if not words or unknown or len(set(words)) != len(words):
+        raise ValueError(f"not distinct names of {' '.join(RULER_SPLITS)}")
+    return " ".join(words)
+
+
+# RULER general splits, given as words: RULER_SPLITS.
+RulerSplits = Annotated[str, AfterValidator(_splits)]
 
 
 class EvalSettings(BaseModel):
@@ -94,12 +117,42 @@ class EvalSettings(BaseModel):
         values='distinct positive integers, such as "50 200"',
         section=DATA,
     )
+    suite: Suite = setting(
+        Suite.HQA,
+        "What to evaluate: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's general tasks (RULER_ROOT,"
+        " RULER_SPLITS, RULER_LENGTHS); all = both, into one run folder and one summary.json.",
+        env="SUITE",
+        section=DATA,
+    )
     data_root: str = setting(
         "data/ruler_hqa",
         "Folder with eval_<N>.json (see prepare-eval-data.sh); not the demo.",
         env="DATA_ROOT",
         values="a folder",
         section=DATA,
+    )
+    ruler_root: str = setting(
+        "data/ruler",
+        "Folder with eval_<split>_<length>.json (MemAgent's or RULER's files, or ours: python -m"
+        " mem_agent.data.ruler_build); qa_* files with index contexts need squad.json / hotpotqa_dev.json beside"
+        " them.",
+        env="RULER_ROOT",
+        values="a folder",
+        section=RULER,
+    )
+    ruler_splits: RulerSplits = setting(
+        " ".join(MEMAGENT_SPLITS),
+        "The splits to run (default: the eleven MemAgent's run.py evaluates; cwe and qa_2 are the other two).",
+        env="RULER_SPLITS",
+        values=f"distinct names of {' '.join(RULER_SPLITS)}",
+        section=RULER,
+    )
+    ruler_lengths: DocumentCounts = setting(
+        " ".join(map(str, RULER_LENGTHS)),
+        "The lengths in tokens to run, each split at each (the files' names).",
+        env="RULER_LENGTHS",
+        values='distinct positive integers, such as "8192 131072"',
+        section=RULER,
     )
     save_file: str = setting(
         "",
@@ -230,6 +283,19 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
     """Each setting the mode would ignore that the user set is a problem, with the reason."""
     mode = settings.mode()
     unused = problems.unused
+    if not settings.suite.runs(Suite.RULER):
+        unused(
+            ["RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"],
+            environ,
+            "they choose RULER's general tasks (SUITE=ruler or all)",
+        )
+    if not settings.suite.runs(Suite.HQA):
+        unused(["DATA_ROOT", "LENGTH"], environ, "they choose RULER-HQA's files (SUITE=hqa or all)")
+    if mode is Mode.DEMO and settings.suite is not Suite.HQA:
+        problems.problem(
+            f"SUITE={settings.suite.value}: the demo runs RULER-HQA on its own synthetic data; set MODEL_PATH (or URL)"
+            " to evaluate RULER_ROOT's files"
+        )
     if mode is Mode.DEMO:
         unused(
             ["DATA_ROOT"],

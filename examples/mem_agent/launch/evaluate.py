@@ -26,7 +26,7 @@ from mem_agent.launch.eval_checks import (
     model_folder,
     node_gpus,
 )
-from mem_agent.launch.eval_settings import EvalSettings, Mode, document_counts, judge_unused, run_folder
+from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import help_text, read, script_main
 from mem_agent.launch.serving import GpuLayout
@@ -61,7 +61,12 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
     data_root = f"{run_dir}/data" if mode is Mode.DEMO else settings.data_root
     if mode is Mode.DEMO:
         check_demo_data(Path(data_root), lengths, settings.demo_questions, problems)
-    data_args = ["--data-root", data_root, "--output-dir", run_dir, "--lengths", *lengths]
+    data_args = ["--output-dir", run_dir]
+    if settings.suite.runs(Suite.HQA):
+        data_args += ["--data-root", data_root, "--lengths", *lengths]
+    if settings.suite.runs(Suite.RULER):
+        data_args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
+        data_args += ["--ruler-lengths", *settings.ruler_lengths.split()]
     agent_args, owners = _agent_args(settings, environ, bool(gpus), model)
     extra = settings.extra_eval_args.split()
     url = settings.url or (layout.url if gpus else "")
@@ -164,8 +169,9 @@ def _help() -> str:
     return help_text(
         EvalSettings,
         "[VAR=value ...] bash examples/mem_agent/run-eval.sh [-h | --help]",
-        "RULER-HQA evaluation of a memory agent: every setting is checked before anything starts, all problems in"
-        " one message; a setting the chosen mode does not use is one of them (DATA_ROOT in the demo, TP with URL)."
+        "RULER-HQA evaluation of a memory agent (SUITE=ruler: RULER's general tasks; all: both, one summary.json):"
+        " every setting is checked before anything starts, all problems in one message; a setting the chosen mode"
+        " does not use is one of them (DATA_ROOT in the demo, TP with URL)."
         " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
         "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
         " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"

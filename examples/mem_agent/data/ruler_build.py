@@ -1,0 +1,207 @@
+"""RULER general eval files made by our own generator (data/ruler_tasks.py), sized by the policy's tokenizer.
+
+    python -m mem_agent.data.ruler_build --out-dir data/ruler --splits niah_single_1 vt \\
+        --lengths 8192 16384 --tokenizer /models/Qwen3-4B [--essay essays.txt] [--squad squad.json] \\
+        [--hotpot hotpotqa_dev.json] [--num-samples 128] [--seed 42]
+
+Each file is `eval_<split>_<length>.json`, a JSON array of RULER's records (`index`, `input`,
+`context`, `outputs`, `length`), the layout the evaluator reads (evaluation/ruler_items.py). A
+length is RULER's `max_seq_length`: the question and the context together, measured with the
+tokenizer given, fill it less the tokens the task leaves for the answer. The size that fills it is
+searched once per file on its first item, and every item is then cut down (never grown) until it
+fits, or drawn again where even its smallest size does not fit (a QA question whose own documents
+are too long). An existing file is never replaced: it is reported and kept. The essay haystack
+(niah_single_2/3, niah_multikey_1, niah_multivalue, niah_multiquery) is the sentences of `--essay`,
+a text the user supplies (RULER uses Paul Graham's essays); qa_1 needs `--squad` (SQuAD 2.0
+layout) and qa_2 `--hotpot` (HotpotQA rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mem_agent.agent.ruler_scoring import RULER_SPLITS
+from mem_agent.common.jsonstream import DataFormatError, write_json_array_atomic
+from mem_agent.common.usage import UsageError
+from mem_agent.data.ruler_corpus import corpus_questions
+from mem_agent.data.ruler_tasks import (
+    NIAH_SPECS,
+    Item,
+    answer_tokens,
+    cwe_item,
+    fwe_item,
+    niah_item,
+    qa_context,
+    qa_item,
+    vt_item,
+)
+from mem_agent.tokenization.tokenizer import encode, load_tokenizer
+
+ESSAY_SPLITS = frozenset(split for split, spec in NIAH_SPECS.items() if spec.haystack == "essay")
+REDRAWS = 100
+MakeItem = Callable[[int, random.Random], Item]
+
+
+@dataclass(frozen=True)
+class RulerBuildRequest:
+    out_dir: Path
+    splits: tuple[str, ...]
+    lengths: tuple[int, ...]
+    tokenizer: str
+    num_samples: int = 128
+    seed: int = 42
+    essay: Path | None = None
+    squad: Path | None = None
+    hotpot: Path | None = None
+
+
+def check_request(request: RulerBuildRequest) -> None:
+    """Every mistake at once (a UsageError listing them), before anything is read or written."""
+    problems = [f"--lengths {n} must be a positive integer" for n in request.lengths if n <= 0]
+    problems += [f"--num-samples {request.num_samples} must be a positive integer"] * (request.num_samples <= 0)
+    needs = {"--essay": (request.essay, ESSAY_SPLITS), "--squad": (request.squad, {"qa_1"})}
+    needs["--hotpot"] = (request.hotpot, {"qa_2"})
+    for flag, (path, splits) in needs.items():
+        wanted = sorted(set(request.splits) & splits)
+        if wanted and (path is None or not path.is_file()):
+            problems.append(f"{flag} {path or ''}: a file is needed for {' '.join(wanted)}".replace(" :", ":"))
+    if request.out_dir.exists() and not request.out_dir.is_dir():
+        problems.append(f"--out-dir {request.out_dir} is not a folder")
+    if problems:
+        raise UsageError(problems)
+
+
+def essay_sentences(path: Path) -> list[str]:
+    """The essay haystack's units: the text's sentences, whitespace collapsed."""
+    text = " ".join(path.read_text(encoding="utf-8").split())
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", text) if s]
+    if not sentences:
+        raise DataFormatError(f"{path}: holds no text for the essay haystack")
+    return sentences
+
+
+def item_maker(split: str, request: RulerBuildRequest) -> MakeItem:
+    """The split's generator: an item of a given size from a seeded random source."""
+    if split in NIAH_SPECS:
+        essay = essay_sentences(request.essay) if split in ESSAY_SPLITS and request.essay else []
+        return lambda units, rng: niah_item(NIAH_SPECS[split], units, rng, essay)
+    if split in ("vt", "cwe", "fwe"):
+        return {"vt": vt_item, "cwe": cwe_item, "fwe": fwe_item}[split]
+    path = request.squad if split == "qa_1" else request.hotpot
+    assert path is not None  # check_request
+    documents, questions = corpus_questions(path, split)
+    if not questions:
+        raise DataFormatError(f"{path}: holds no answerable question")
+
+    def make(units: int, rng: random.Random) -> Item:
+        item, chosen = qa_item(questions[rng.randrange(len(questions))], units, len(documents), rng)
+        return Item(item.question, qa_context(documents, chosen), item.outputs)
+
+    return make
+
+
+def _tokens_of(count: Callable[[str], int], item: Item) -> int:
+    return count(f"{item.context}\n{item.question}")
+
+
+def fit_units(fits: Callable[[int], bool], start: int = 8) -> int:
+    """The largest size for which `fits` holds (sizes grow by doubling, then bisect); 0 if none."""
+    if not fits(1):
+        return 0
+    low, high = 1, max(2, start)
+    while fits(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def build_items(split: str, length: int, request: RulerBuildRequest, count: Callable[[str], int]) -> Iterator[dict]:
+    make, budget = item_maker(split, request), length - answer_tokens(split)
+
+    def rng(index: int, draw: int = 0) -> random.Random:
+        return random.Random(f"{request.seed}/{split}/{length}/{index}/{draw}")
+
+    too_short = f"--lengths {length} is too short for {split}: no item fits {budget} tokens"
+    units = fit_units(lambda n: _tokens_of(count, make(n, rng(0))) <= budget)
+    if units == 0:
+        raise UsageError(too_short)
+    for index in range(request.num_samples):
+        for draw in range(REDRAWS):  # an item too long at the smallest size (a long QA question) is drawn again
+            size = units
+            while (tokens := _tokens_of(count, item := make(size, rng(index, draw)))) > budget and size > 1:
+                size -= max(1, size // 50)
+            if tokens <= budget:
+                break
+        else:
+            raise UsageError(too_short)
+        record = {"index": index, "input": item.question, "context": item.context, "outputs": item.outputs}
+        yield record | {"length": tokens + answer_tokens(split)}
+
+
+def write_ruler_files(request: RulerBuildRequest) -> None:
+    """Every split x length file the request names that is not there yet; one line per file."""
+    check_request(request)
+    tokenizer = load_tokenizer(request.tokenizer)
+
+    def count(text: str) -> int:
+        return len(encode(tokenizer, text))
+
+    request.out_dir.mkdir(parents=True, exist_ok=True)
+    for split in request.splits:
+        for length in request.lengths:
+            target = request.out_dir / f"eval_{split}_{length}.json"
+            if target.exists():
+                print(f"{target}: kept (already there)")
+                continue
+            written = write_json_array_atomic(target, build_items(split, length, request, count))
+            print(f"{target}: {written} items of up to {length} tokens")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m mem_agent.data.ruler_build", description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", type=Path, required=True)
+    parser.add_argument("--splits", nargs="+", choices=RULER_SPLITS, default=list(RULER_SPLITS), metavar="SPLIT")
+    parser.add_argument("--lengths", type=int, nargs="+", required=True, help="tokens per item, e.g. 8192 16384")
+    parser.add_argument("--tokenizer", required=True, help="the policy's tokenizer (a model folder)")
+    parser.add_argument("--num-samples", type=int, default=128, help="items per file (default: 128, as MemAgent's)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--essay", type=Path, help="a text file: the essay haystack's sentences")
+    parser.add_argument("--squad", type=Path, help="SQuAD 2.0 layout JSON (qa_1)")
+    parser.add_argument("--hotpot", type=Path, help="HotpotQA rows, JSON (qa_2)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    request = RulerBuildRequest(
+        args.out_dir,
+        tuple(dict.fromkeys(args.splits)),
+        tuple(dict.fromkeys(args.lengths)),
+        args.tokenizer,
+        args.num_samples,
+        args.seed,
+        args.essay,
+        args.squad,
+        args.hotpot,
+    )
+    try:
+        write_ruler_files(request)
+    except (UsageError, DataFormatError) as error:
+        print(f"error: {'; '.join(getattr(error, 'problems', [str(error)]))}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: cannot write in {request.out_dir}: {error.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
