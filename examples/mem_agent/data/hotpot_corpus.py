@@ -45,7 +45,12 @@ class Corpus:
 
     def render(self, positions: Sequence[int]) -> str:
         """The context text of an index-layout item (positions already checked to be in range)."""
-        return "\n\n".join(f"Document {i}:\n{self.documents[p]}" for i, p in enumerate(positions, start=1))
+        return render_documents([self.documents[p] for p in positions])
+
+
+def render_documents(documents: Sequence[str]) -> str:
+    """MemAgent's context text of documents: `Document i:` (from 1) and the document, blank lines between."""
+    return "\n\n".join(f"Document {number}:\n{document}" for number, document in enumerate(documents, start=1))
 
 
 def read_corpus(path: Path) -> Corpus:

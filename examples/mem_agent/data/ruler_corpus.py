@@ -5,7 +5,8 @@ writes beyond 2M tokens) names documents by their position in a corpus made from
 every distinct paragraph `context` of SQuAD (`squad.json`, SQuAD 2.0 layout), or every distinct
 `title + "\\n" + sentences joined` of HotpotQA (`hotpotqa_dev.json`, the distractor dev layout),
 sorted as Python sorts strings. The context's text is those documents as `Document i:\\n<doc>`
-(i from 1), joined by blank lines.
+(i from 1), joined by blank lines. HotpotQA's corpus and that rendering are RULER-HQA's own
+(data/hotpot_corpus.py); SQuAD's is read here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.data.hotpot_corpus import read_corpus, read_questions, render_documents
 
 # The corpus file each QA split indexes into, by the names MemAgent's ruler_general.py reads.
 CORPUS_FILES = {"qa_1": "squad.json", "qa_2": "hotpotqa_dev.json"}
@@ -40,37 +42,23 @@ def corpus_documents(path: Path, split: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=2)
 def _documents(path: Path, split: str, size: int, modified: int) -> tuple[str, ...]:
+    if split == "qa_2":  # RULER-HQA's corpus rule, data/hotpot_corpus.py
+        return read_corpus(path).documents
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise DataFormatError(f"{path}: cannot read: {error}") from None
     try:
-        documents = _squad_documents(raw) if split == "qa_1" else _hotpot_documents(raw)
+        documents = _squad_documents(raw)
     except (KeyError, TypeError, ValueError) as error:
-        layout = (
-            "SQuAD (data/paragraphs/context)" if split == "qa_1" else "HotpotQA (rows with context [title, sentences])"
-        )
-        raise DataFormatError(f"{path}: not a {layout} file ({type(error).__name__}: {error})") from None
+        raise DataFormatError(
+            f"{path}: not a SQuAD file, data/paragraphs/context ({type(error).__name__}: {error})"
+        ) from None
     return tuple(sorted(set(documents)))
 
 
 def _squad_documents(raw: Any) -> list[str]:
     return [str(paragraph["context"]) for article in raw["data"] for paragraph in article["paragraphs"]]
-
-
-def _hotpot_pairs(row: Any) -> list[tuple[str, str]]:
-    """A HotpotQA row's (title, text) pairs: the original [[title, sentences], ...] layout, or the
-    Hugging Face one ({"title": [...], "sentences": [[...], ...]})."""
-    context = row["context"]
-    if isinstance(context, dict):
-        return [(str(t), "".join(s)) for t, s in zip(context["title"], context["sentences"], strict=True)]
-    return [(str(title), "".join(sentences)) for title, sentences in context]
-
-
-def _hotpot_documents(raw: Any) -> list[str]:
-    if not isinstance(raw, list):
-        raise TypeError("expected a list of rows")
-    return [f"{title}\n{text}" for row in raw for title, text in _hotpot_pairs(row)]
 
 
 @dataclass(frozen=True)
@@ -83,21 +71,20 @@ class QaQuestion:
 def corpus_questions(path: Path, split: str) -> tuple[tuple[str, ...], list[QaQuestion]]:
     """The corpus and its answerable questions, each with its own documents (RULER's QA reading:
     SQuAD's answerable questions with their paragraph; HotpotQA's with their ten paragraphs)."""
+    if split == "qa_2":
+        corpus = read_corpus(Path(path))
+        own = [QaQuestion(q.question, [q.answer], q.documents) for q in read_questions(Path(path), corpus)]
+        return corpus.documents, own
     documents = corpus_documents(Path(path), split)
     position = {document: index for index, document in enumerate(documents)}
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
     questions: list[QaQuestion] = []
-    if split == "qa_1":
-        for article in raw["data"]:
-            for paragraph in article["paragraphs"]:
-                for qa in paragraph["qas"]:
-                    answers = [str(answer["text"]) for answer in qa["answers"] if answer["text"]]
-                    if not qa.get("is_impossible", False) and answers:
-                        questions.append(QaQuestion(qa["question"], answers, (position[paragraph["context"]],)))
-    else:
-        for row in raw:
-            own = tuple(position[f"{title}\n{text}"] for title, text in _hotpot_pairs(row))
-            questions.append(QaQuestion(row["question"], [str(row["answer"])], own))
+    for article in raw["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                answers = [str(answer["text"]) for answer in qa["answers"] if answer["text"]]
+                if not qa.get("is_impossible", False) and answers:
+                    questions.append(QaQuestion(qa["question"], answers, (position[paragraph["context"]],)))
     return documents, questions
 
 
@@ -108,7 +95,3 @@ def render_indexed(documents: Sequence[str], indices: Sequence[int], where: str)
     except IndexError:
         raise DataFormatError(f"{where}: a document index is out of the corpus's {len(documents)} documents") from None
     return render_documents(chosen)
-
-
-def render_documents(documents: Sequence[str]) -> str:
-    return "\n\n".join(f"Document {number}:\n{document}" for number, document in enumerate(documents, start=1))

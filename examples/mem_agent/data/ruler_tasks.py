@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mem_agent.data.ruler_corpus import QaQuestion, render_documents
+from mem_agent.data.hotpot_corpus import render_documents
+from mem_agent.data.ruler_corpus import QaQuestion
 
 NOISE = (
     "The ferry leaves the harbour at dawn and returns before dark. Gulls follow it across the bay. "
