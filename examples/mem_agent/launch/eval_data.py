@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,17 +32,14 @@ from pydantic import BaseModel
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
-from mem_agent.evaluation.files import check_eval_file, file_sha256
+from mem_agent.evaluation.files import check_eval_file
+from mem_agent.launch.eval_corpus import HOTPOTQA_DEV_SHA256, HOTPOTQA_DEV_URL, copy_corpus, download_corpus
 from mem_agent.launch.eval_settings import RULER_HQA_LENGTHS, DocumentCounts
 from mem_agent.launch.hub_files import FetchError, fetch
 from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
 from mem_agent.launch.script_settings import Switch, help_text, read
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
 
-# The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download
-# script lists it (not yet checked against a download here: CORPUS_SHA256="" skips the check).
-HOTPOTQA_DEV_URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"
-HOTPOTQA_DEV_SHA256 = "4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359d7104ea"
 HUB, BUILD = "--download: MemAgent's eval files from the Hugging Face Hub", "--build-from RAW.json: built here"
 READY = ("present", "downloaded", "built")
 
@@ -140,9 +136,9 @@ def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[
     indexed = [n for n in lengths if int(n) > INDEX_LAYOUT_ABOVE]
     corpus_problem = ""
     if indexed and settings.download and not (root / CORPUS_NAME).exists():
-        corpus_problem = _download_corpus(settings)
+        corpus_problem = download_corpus(root, settings.corpus_url, settings.corpus_sha256, settings.dry_run)
     elif indexed and settings.build_from:
-        corpus_problem = _copy_corpus(Path(settings.build_from), root / CORPUS_NAME, settings.dry_run)
+        corpus_problem = copy_corpus(Path(settings.build_from), root / CORPUS_NAME, settings.dry_run)
     status = {n: _checked(root / f"eval_{n}.json") for n in lengths}
     absent = [n for n in lengths if status[n].state == "missing"]
     if corpus_problem:
@@ -155,43 +151,6 @@ def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[
     elif absent and settings.build_from:
         status |= _build(settings, absent)
     return status
-
-
-def _download_corpus(settings: PrepareSettings) -> str:
-    """DATA_ROOT/hotpotqa_dev.json fetched and its sha256 checked; the problem, or "" once it is there."""
-    root = Path(settings.data_root)
-    print(f"{CORPUS_NAME}: downloading from {settings.corpus_url}", flush=True)
-    if settings.dry_run:
-        print(f"  GET {settings.corpus_url} -> {root / CORPUS_NAME}")
-        return ""
-    root.mkdir(parents=True, exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(prefix=f"{CORPUS_NAME}.partial.", dir=root)
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            fetch(settings.corpus_url, out, token=None, label=CORPUS_NAME)
-        sha = file_sha256(Path(partial))
-        if settings.corpus_sha256 and sha != settings.corpus_sha256:
-            return f"{CORPUS_NAME}: sha256 {sha}, expected CORPUS_SHA256={settings.corpus_sha256}"
-        Path(partial).chmod(0o644)
-        Path(partial).replace(root / CORPUS_NAME)
-        return ""
-    except FetchError as error:
-        return f"{CORPUS_NAME}: {error}"
-    finally:
-        Path(partial).unlink(missing_ok=True)
-
-
-def _copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
-    """The raw file the index files are built from, where the evaluator looks for their corpus."""
-    if target.exists():
-        same = target.resolve() == source.resolve() or file_sha256(target) == file_sha256(source)
-        return "" if same else f"{target} exists and is not --build-from {source}: move it aside"
-    if dry_run:
-        print(f"cp {source} {target}")
-        return ""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
-    return ""
 
 
 def _checked(path: Path, ready: str = "present", failed: str = "invalid") -> Status:
