@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent import eval_ruler_hqa
+from mem_agent import build_ruler, eval_ruler_hqa
 from mem_agent.agent.ruler_scoring import QA_SPLITS, RULER_SPLITS, score_ruler_answer
-from mem_agent.data import ruler_build
 from mem_agent.evaluation.files import EvalFile, check_eval_file, iter_items
 from mem_agent.evaluation.results import read_results
 from mem_agent.tokenization.tokenizer import encode, load_tokenizer
@@ -41,7 +40,7 @@ def sources(synthetic_rows, tmp_path_factory) -> dict[str, Path]:
 def _build(out: Path, sources: dict[str, Path], tokenizer: Path, *extra: str) -> int:
     argv = ["--out-dir", str(out), "--lengths", *map(str, LENGTHS), "--num-samples", str(SAMPLES)]
     argv += ["--tokenizer", str(tokenizer), *(word for flag, path in sources.items() for word in (flag, str(path)))]
-    return ruler_build.main([*argv, *extra])
+    return build_ruler.main([*argv, *extra])
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +81,7 @@ def test_a_rebuild_keeps_every_file_and_bad_requests_are_refused_early(ruler_roo
     assert _build(ruler_root, sources, tiny_model_path) == 0
     assert {path.name: path.stat().st_mtime_ns for path in ruler_root.glob("eval_*.json")} == before
     missing = {flag: path for flag, path in sources.items() if flag != "--essay"}
-    command = [sys.executable, "-m", "mem_agent.data.ruler_build", "--out-dir", str(tmp_path / "out")]
+    command = [sys.executable, "-m", "mem_agent.build_ruler", "--out-dir", str(tmp_path / "out")]
     command += ["--lengths", "512", "0", "--tokenizer", str(tiny_model_path)]
     command += [word for flag, path in missing.items() for word in (flag, str(path))]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "eval": "mem_agent.eval_ruler_hqa",
     "run-document": "mem_agent.run_document",
     "build-long-context": "mem_agent.build_long_context",
+    "build-ruler": "mem_agent.build_ruler",
     "fetch-prompts": "mem_agent.fetch_prompts",
     "synthetic-qa": "mem_agent.synthetic_qa",
     "local-stack": "mem_agent.local_stack",

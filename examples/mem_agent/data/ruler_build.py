@@ -1,8 +1,5 @@
-"""RULER general eval files made by our own generator (data/ruler_tasks.py), sized by the policy's tokenizer.
-
-    python -m mem_agent.data.ruler_build --out-dir data/ruler --splits niah_single_1 vt \\
-        --lengths 8192 16384 --tokenizer /models/Qwen3-4B [--essay essays.txt] [--squad squad.json] \\
-        [--hotpot hotpotqa_dev.json] [--num-samples 128] [--seed 42]
+"""RULER general eval files made by our own generator (data/ruler_tasks.py), sized by the policy's
+tokenizer; the command is `mem-agent build-ruler` (build_ruler.py).
 
 Each file is `eval_<split>_<length>.json`, a JSON array of RULER's records (`index`, `input`,
 `context`, `outputs`, `length`), the layout the evaluator reads (evaluation/ruler_items.py). A
@@ -18,15 +15,12 @@ layout) and qa_2 `--hotpot` (HotpotQA rows).
 
 from __future__ import annotations
 
-import argparse
 import random
 import re
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.jsonstream import DataFormatError, write_json_array_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_corpus import corpus_questions
@@ -163,45 +157,3 @@ def write_ruler_files(request: RulerBuildRequest) -> None:
                 continue
             written = write_json_array_atomic(target, build_items(split, length, request, count))
             print(f"{target}: {written} items of up to {length} tokens")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mem_agent.data.ruler_build", description=__doc__.splitlines()[0])
-    parser.add_argument("--out-dir", type=Path, required=True)
-    parser.add_argument("--splits", nargs="+", choices=RULER_SPLITS, default=list(RULER_SPLITS), metavar="SPLIT")
-    parser.add_argument("--lengths", type=int, nargs="+", required=True, help="tokens per item, e.g. 8192 16384")
-    parser.add_argument("--tokenizer", required=True, help="the policy's tokenizer (a model folder)")
-    parser.add_argument("--num-samples", type=int, default=128, help="items per file (default: 128, as MemAgent's)")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--essay", type=Path, help="a text file: the essay haystack's sentences")
-    parser.add_argument("--squad", type=Path, help="SQuAD 2.0 layout JSON (qa_1)")
-    parser.add_argument("--hotpot", type=Path, help="HotpotQA rows, JSON (qa_2)")
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    request = RulerBuildRequest(
-        args.out_dir,
-        tuple(dict.fromkeys(args.splits)),
-        tuple(dict.fromkeys(args.lengths)),
-        args.tokenizer,
-        args.num_samples,
-        args.seed,
-        args.essay,
-        args.squad,
-        args.hotpot,
-    )
-    try:
-        write_ruler_files(request)
-    except (UsageError, DataFormatError) as error:
-        print(f"error: {'; '.join(getattr(error, 'problems', [str(error)]))}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"error: cannot write in {request.out_dir}: {error.strerror}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -93,7 +93,7 @@ def _check_ruler_files(settings: EvalSettings, problems: Problems) -> None:
     absent = [name for name in names if not (root / name).is_file()]
     if absent:
         shown = " ".join(absent[:4]) + (f" and {len(absent) - 4} more" if len(absent) > 4 else "")
-        build = f"python -m mem_agent.data.ruler_build --out-dir {root} --tokenizer MODEL_PATH --lengths ..."
+        build = f"python -m mem_agent.build_ruler --out-dir {root} --tokenizer MODEL_PATH --lengths ..."
         problems.missing(
             f"RULER_ROOT={root} lacks {shown} (copy MemAgent's or RULER's files there, or make ours: {build})"
         )

@@ -134,7 +134,7 @@ class EvalSettings(BaseModel):
     ruler_root: str = setting(
         "data/ruler",
         "Folder with eval_<split>_<length>.json (MemAgent's or RULER's files, or ours: python -m"
-        " mem_agent.data.ruler_build); qa_* files with index contexts need squad.json / hotpotqa_dev.json beside"
+        " mem_agent.build_ruler); qa_* files with index contexts need squad.json / hotpotqa_dev.json beside"
         " them.",
         env="RULER_ROOT",
         values="a folder",
