@@ -15,6 +15,7 @@ import pytest
 from mem_agent import build_ruler, eval_ruler_hqa
 from mem_agent.agent.ruler_scoring import QA_SPLITS, RULER_SPLITS, score_ruler_answer
 from mem_agent.evaluation.files import EvalFile, check_eval_file, iter_items
+from mem_agent.evaluation.reporting import EvalFileReport, write_reports
 from mem_agent.evaluation.results import read_results
 from mem_agent.tokenization.tokenizer import encode, load_tokenizer
 from support.ruler_data import write_essay, write_squad
@@ -182,3 +183,30 @@ def test_run_eval_refuses_a_bad_ruler_suite_before_anything_starts(tmp_path, cas
     assert result.returncode == 2, result.stderr
     assert named in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def _report(folder: Path, label: str, sub_em: float) -> EvalFileReport:
+    (folder / f"results_{label}.jsonl").write_text("")
+    summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "sub_em": sub_em, "em": 0.0, "f1": 0.0}
+    name = f"eval_{label}.json"
+    return EvalFileReport(label, folder / name, summary | {"strict": 0.0, "mean_context_tokens": 900.0, "reused": 0})
+
+
+def test_one_summary_holds_both_suites_and_a_rerun_keeps_the_other_cells(tmp_path, capsys):
+    reports = [_report(tmp_path, "50", 40.0), _report(tmp_path, "vt_8192", 75.0), _report(tmp_path, "qa_1_8192", 50.0)]
+    write_reports(reports, tmp_path, [{"mode": "memagent"}])
+    write_reports([_report(tmp_path, "vt_16384", 25.0)], tmp_path, [{"mode": "memagent"}], keep_other_labels=True)
+    summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert summary["suites"] == ["hqa", "ruler"]
+    assert [entry["label"] for entry in summary["results"]] == ["50"]
+    cells = {(entry["split"], entry["length"]): entry for entry in summary["ruler"]}
+    assert list(cells) == [("vt", 8192), ("vt", 16384), ("qa_1", 8192)]
+    assert {key: cells[("vt", 8192)][key] for key in ("metric", "sub_em")} == {
+        "metric": "string_match_all",
+        "sub_em": 75.0,
+    }
+    assert "f1" not in cells[("vt", 8192)] and cells[("qa_1", 8192)]["metric"] == "qa" and "f1" in cells[("qa_1", 8192)]
+    table = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if " | " in line]
+    assert [cell.strip() for cell in table[-2]] == ["vt", "75.0", "25.0"]
+    assert [cell.strip() for cell in table[-1]] == ["qa_1", "50.0", "-"]
+    assert (tmp_path / "ruler_heatmap.png").stat().st_size > 0 and (tmp_path / "accuracy_vs_length.png").is_file()
