@@ -18,10 +18,13 @@ from mem_agent.observability.trajectory_records import SCHEMA
 from mem_agent.observability.word_diff import diff_words, words
 from support.browser import MemoryText, PageText, render
 from support.scripts import PROJECT_ROOT, run_script, write_executable
+from support.trainer_rows import trainer_rows
+from support.training_folder import hooked_training_run
 from support.trajectory_runs import evaluation_run, memories_for, training_run
 
 DOCS_SCREENSHOT = PROJECT_ROOT / "docs" / "images" / "viewer.png"
 TEST_SH = PROJECT_ROOT / "scripts" / "test.sh"
+SAMPLE_OF_4 = {"MEM_TRAJECTORY_COUNT": "4"}
 
 
 def test_words_put_back_together_give_the_text():
@@ -38,13 +41,34 @@ def test_a_diff_reads_as_the_new_memory_and_counts_the_words_changed():
     assert (counts.added, counts.removed) == (3, 1)
 
 
-def test_rollout_curves_are_the_means_of_each_rollouts_records(tokenizer, tmp_path):
-    run = load_run(training_run(tokenizer, tmp_path / "train", rollouts=3, per_rollout=4))
-    curves = rollout_curves(run.records)
-    assert curves["accuracy (strict)"] == ([0.0, 1.0, 2.0], [0.25, 0.5, 0.75])
-    assert curves["reward (mean)"][1] == [0.25, 0.5, 0.75]
-    assert curves["turns per trajectory"][1] == [3.0, 4.0, 5.0]  # chunks + the final turn
-    assert curves["memory turns cut (share)"][1] == [1 / 2, 1 / 3, 1 / 4]  # the last memory of each is cut
+@pytest.fixture(scope="module")
+def rows(synthetic_rows) -> list[dict]:
+    return trainer_rows(synthetic_rows, 2)
+
+
+@pytest.mark.usefixtures("fresh_settings")
+def test_training_curves_are_the_runs_own_figures_and_never_the_sample(tokenizer, rows, tmp_path):
+    """A real hooked run where one question is always wrong: 2 of 8 trajectories right (0.25) per
+    rollout. The sample of 4 is picked half right, so its share is 0.5; the curves draw 0.25, and
+    the page labels the records as a sample."""
+    save = hooked_training_run(tokenizer, rows, tmp_path / "train", [0, 1], hard=[rows[0]["prompt"]], **SAMPLE_OF_4)
+    run = load_run(save)
+    assert [r.scores.get("strict") for r in run.records].count(1.0) == len(run.records) / 2 == 4  # the sample
+    curves = rollout_curves(run.rollout_metrics)
+    assert curves["accuracy (strict)"] == ([0.0, 1.0], [0.25, 0.25])
+    assert curves["groups without reward contrast (share)"][1] == [0.5, 0.5]  # the hard question's group
+    page = tmp_path / "train.html"
+    assert view.main([str(save), "-o", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.count("<svg") == 1 and all(name in text for name in CURVES)
+    assert 'id="sample-heading"' in text
+
+
+def test_a_training_folder_without_metrics_draws_no_curve_from_its_records(tokenizer, tmp_path):
+    run_dir = training_run(tokenizer, tmp_path / "train", rollouts=2, per_rollout=2)
+    assert view.main([str(run_dir), "-o", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "<svg" not in page and "metrics.jsonl" in page and page.count('<details class="item"') == 4
 
 
 def test_an_evaluation_without_trajectories_shows_answers_and_says_how_to_see_memories(tokenizer, tmp_path, capsys):
@@ -110,17 +134,17 @@ def test_the_page_works_offline_in_chromium_and_shows_every_memory(tokenizer, tm
     expected = [m for rollout in (2, 1, 0) for index in range(4) for m in memories_for(index, 2 + rollout)]
     assert parsed.memories == expected
     assert re.search(r'<span id="shown">12</span>', rendered.dom)
-    assert text.count("<svg") == 1 and all(name in text for name in CURVES)  # the curves, drawn by matplotlib
 
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", screenshot.read_bytes()[16:24])
     assert (width, height) == (1100, 900)
 
 
-def test_a_training_page_without_matplotlib_shows_everything_but_the_curves(tokenizer, tmp_path, monkeypatch):
+@pytest.mark.usefixtures("fresh_settings")
+def test_a_training_page_without_matplotlib_shows_everything_but_the_curves(tokenizer, rows, tmp_path, monkeypatch):
     """Plots need the eval extra; without it the page still holds every question and names the extra."""
+    run_dir = hooked_training_run(tokenizer, rows, tmp_path / "train", [0], evaluate=False, **SAMPLE_OF_4)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
-    run_dir = training_run(tokenizer, tmp_path / "train", rollouts=2, per_rollout=2)
     assert view.main([str(run_dir), "-o", str(tmp_path / "page.html")]) == 0
     page = (tmp_path / "page.html").read_text(encoding="utf-8")
     assert "<svg" not in page and "mem-agent[eval]" in page

@@ -8,8 +8,9 @@ escaped, and what the script reads goes in as one JSON block (`tojson`), never a
 
 A run can hold far more than a person reads and a browser holds: the page keeps at most
 `max_items` questions and `max_turns` memory turns per question, and says on the page what it
-left out and which flag shows more. Training curves are drawn from every record, not only the
-questions shown.
+left out and which flag shows more. A training run's curves are its own per-rollout figures over
+every trajectory (metrics.jsonl), never the trajectory records, which are a sample picked half
+right and half wrong; the page says so wherever it counts them.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def render_page(run: RunView, limits: ViewLimits) -> str:
         "path": str(run.path),
         "questions": len(run.records),
         "groups": len(run.groups),
+        "sampled": run.kind == "training",
         "metric": metric,
         "made": f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
         "notes": notes + chart_note,
@@ -102,7 +104,7 @@ def render_page(run: RunView, limits: ViewLimits) -> str:
 
 def _charts(run: RunView) -> tuple[Any, list[str]]:
     """The curves' SVG (markup matplotlib wrote from numbers) and a note when it cannot be drawn."""
-    curves = rollout_curves(run.records)
+    curves = rollout_curves(run.rollout_metrics)
     if not any(xs for xs, _ in curves.values()):
         return None, []
     if importlib.util.find_spec("matplotlib") is None:
