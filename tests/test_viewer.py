@@ -93,6 +93,67 @@ def test_a_large_run_is_capped_and_the_page_says_so(tokenizer, tmp_path):
     assert re.findall(r'class="group">(\w+)', page) == ["50", "50", "100"]  # both lengths represented
 
 
+def _failing(run_dir: Path, label: str, item: str) -> None:
+    """Mark one result as failed, as the evaluator writes a question whose server gave up."""
+    path = run_dir / f"results_{label}.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        if line["id"] == item:
+            line |= {"status": "failed", "error": "server gave up", "sub_em": 0.0}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _items(page: Path) -> list[tuple[str, str, str]]:
+    """(outcome, length, id) of every question on the page, in page order."""
+    text = page.read_text(encoding="utf-8")
+    return re.findall(r'<span class="badge (\w+)">.*?class="group">(\w+) · #(\d+)<', text)
+
+
+def test_a_capped_page_keeps_failures_first_then_wrong_answers_and_ids_sort_as_numbers(tokenizer, tmp_path):
+    """12 questions, 4 wrong (ids 0, 3, 6, 9), id 5 failed: a cap of 6 keeps the failure, every
+    wrong answer and one right one, in numeric id order, and a note names the flag."""
+    run_dir = evaluation_run(
+        tokenizer, tmp_path / "eval", {"50": 2}, questions=12, trajectories=False, right=lambda i: i % 3
+    )
+    _failing(run_dir, "50", "5")
+    page = tmp_path / "page.html"
+    assert view.main([str(run_dir), "-o", str(page), "--max-items", "6"]) == 0
+    assert _items(page) == [
+        ("wrong", "50", "0"),
+        ("right", "50", "1"),
+        ("wrong", "50", "3"),
+        ("failed", "50", "5"),
+        ("wrong", "50", "6"),
+        ("wrong", "50", "9"),
+    ]
+    assert "--max-items 6" in page.read_text(encoding="utf-8")
+    assert view.main([str(run_dir), "-o", str(page)]) == 0
+    assert [item for _, _, item in _items(page)] == [str(i) for i in range(12)]  # 2 before 10
+
+
+def test_only_lengths_and_ids_choose_the_questions_on_the_page(tokenizer, tmp_path):
+    run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 2, "100": 3}, questions=4)
+    page = tmp_path / "page.html"
+    assert view.main([str(run_dir), "-o", str(page), "--only", "wrong"]) == 0
+    assert _items(page) == [("wrong", "50", "1"), ("wrong", "50", "3"), ("wrong", "100", "1"), ("wrong", "100", "3")]
+    assert view.main([str(run_dir), "-o", str(page), "--lengths", "100", "--only", "right"]) == 0
+    assert _items(page) == [("right", "100", "0"), ("right", "100", "2")]
+    assert view.main([str(run_dir), "-o", str(page), "--ids", "2", "100:3", "50:9"]) == 0
+    assert _items(page) == [("right", "50", "2"), ("right", "100", "2"), ("wrong", "100", "3")]
+    assert "50:9" in page.read_text(encoding="utf-8")  # named as not found
+
+
+@pytest.mark.parametrize("kind", ["evaluation", "training"])
+def test_a_length_the_run_does_not_hold_is_one_line_and_exit_2(tokenizer, tmp_path, capsys, kind):
+    if kind == "evaluation":
+        run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 2}, questions=2)
+    else:
+        run_dir = training_run(tokenizer, tmp_path / "train", rollouts=1, per_rollout=2)
+    assert view.main([str(run_dir), "-o", str(tmp_path / "page.html"), "--lengths", "75"]) == 2
+    err = capsys.readouterr().err
+    assert "--lengths" in err and err.count("\n") == 1 and not (tmp_path / "page.html").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -161,6 +222,7 @@ def test_a_link_opens_the_page_filtered_in_chromium(tokenizer, tmp_path):
     assert wrong.console == []
     assert _shown(wrong.dom) == [("wrong", "1"), ("wrong", "3"), ("wrong", "1"), ("wrong", "3")]
     assert '<span id="shown">4</span>' in wrong.dom
+    assert re.findall(r"<details[^>]*\bopen\b", wrong.dom) == []  # nothing opens by default
     one = render(page, tmp_path / "profile", fragment="filter=question%203")
     assert _shown(one.dom) == [("wrong", "3"), ("wrong", "3")]
 

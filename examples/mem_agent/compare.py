@@ -4,15 +4,20 @@
     python -m mem_agent.compare runs/a runs/b runs/c --metric f1 --labels base rl rl-long
 
 Each RUN is an evaluator output folder (summary.json and results_<N>.jsonl). Prints a table of the
-metric per length for every run, then for each pair of runs the mean per-question difference on
-the questions both answered, with a 95% bootstrap interval; writes the plot and the numbers to
---output-dir. Runs over different data (an eval file's sha256) or scoring rules are refused
-unless --force. Exit status: 0 compared, 2 bad usage or runs that cannot be compared.
+metric and the items per length for every run (and the share of context a direct run cut), then
+for each pair of runs the mean per-question difference on the questions both answered, with a
+95% bootstrap interval, each run's mean on those questions and its own full-set figure; then the
+settings that differ and, per pair, the questions one run got right and the other not, with the
+`view` command that opens them. Writes the plot and the numbers to --output-dir. Warns when the
+question sets differ or a folder is given twice. Runs over different data (an eval file's sha256)
+or scoring rules are refused unless --force, runs without a question in common always.
+Exit status: 0 compared, 2 bad usage or runs that cannot be compared.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,9 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         compare_runs(request)
+        sys.stdout.flush()
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped early (| head): every file is written, the rest is unwanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's own flush is quiet
     return 0
 
 

@@ -82,8 +82,9 @@ def _grouped(records: list[TrajectoryRecord]) -> dict[str, list[TrajectoryRecord
     return groups
 
 
-def _order(record: TrajectoryRecord) -> tuple[int, str, str]:
-    return (record.rollout_id or 0, record.eval_set or "", record.item_id)
+def _order(record: TrajectoryRecord) -> tuple[int, str, tuple[int, str]]:
+    """Rollout, eval file, then id as a number (#2 before #10)."""
+    return (record.rollout_id or 0, record.eval_set or "", _natural_key(record.item_id))
 
 
 def _group_name(record: TrajectoryRecord) -> str:

@@ -7,10 +7,11 @@ and `viewer.js` beside it, shipped as package data): every value from a run reac
 escaped, and what the script reads goes in as one JSON block (`tojson`), never as built strings.
 
 A run can hold far more than a person reads and a browser holds: the page keeps at most
-`max_items` questions and `max_turns` memory turns per question, and says on the page what it
-left out and which flag shows more. A training run's curves are its own per-rollout figures over
-every trajectory (metrics.jsonl), never the trajectory records, which are a sample picked half
-right and half wrong; the page says so wherever it counts them.
+`max_items` questions (failures first, page_selection.py) and `max_turns` memory turns per
+question, and says on the page what it left out and which flag shows more. A training run's
+curves are its own per-rollout figures over every trajectory (metrics.jsonl), never the
+trajectory records, which are a sample picked half right and half wrong; the page says so
+wherever it counts them.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import importlib.util
-import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.observability.page_parts import item_view, number
+from mem_agent.observability.page_selection import ViewChoice, metric_of, select
 from mem_agent.observability.rollout_curves import curves_svg, rollout_curves
 
 if TYPE_CHECKING:
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     import jinja2
 
     from mem_agent.observability.run_folders import RunView
-    from mem_agent.observability.trajectory_records import TrajectoryRecord
 
 PAGE_FILES = "page"  # the folder of this package that holds the template, the style and the script
 SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict")
@@ -43,19 +43,6 @@ SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1",
 class ViewLimits:
     max_items: int = 100  # questions on the page
     max_turns: int = 24  # memory turns per question (first and last halves)
-
-
-def select(run: RunView, limit: int) -> list[tuple[str, TrajectoryRecord]]:
-    """At most `limit` questions with their group: a training run's latest rollouts first (what a
-    person looks at while it trains); an evaluation's lengths in turn, so each length is seen."""
-    groups = list(run.groups.items())
-    if run.kind == "training":
-        ordered = [(name, r) for name, group in reversed(groups) for r in group]
-        return ordered[:limit]
-    rounds = itertools.zip_longest(*[[(name, r) for r in group] for name, group in groups])
-    picked = [pair for row in rounds for pair in row if pair is not None][:limit]
-    order = {name: index for index, (name, _) in enumerate(groups)}
-    return sorted(picked, key=lambda pair: order[pair[0]])
 
 
 @functools.cache
@@ -76,14 +63,12 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def render_page(run: RunView, limits: ViewLimits) -> str:
-    metric = "strict" if run.kind == "training" or all(r.source == "train" for r in run.records) else "sub_em"
-    chosen = select(run, limits.max_items)
-    notes = list(run.notes)
-    if len(chosen) < len(run.records):
-        notes.append(f"showing {len(chosen)} of {len(run.records)} questions (--max-items {limits.max_items})")
+def render_page(run: RunView, limits: ViewLimits, choice: ViewChoice | None = None) -> str:
+    metric = metric_of(run)
+    selection = select(run, choice or ViewChoice(), limits.max_items)
+    notes = list(run.notes) + selection.notes
     charts, chart_note = _charts(run)
-    items = [item_view(record, name, metric, limits.max_turns) for name, record in chosen]
+    items = [item_view(record, name, metric, limits.max_turns) for name, record in selection.chosen]
     page = {
         "kind": run.kind,
         "name": run.path.name or str(run.path),
@@ -134,8 +119,8 @@ def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
     return rows
 
 
-def write_page(run: RunView, output: Path, limits: ViewLimits) -> int:
+def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoice | None = None) -> int:
     """Write the page whole (a crash leaves the old one or none); returns its size in bytes."""
-    text = render_page(run, limits)
+    text = render_page(run, limits, choice)
     write_text_atomic(output, text)
     return len(text.encode("utf-8"))
