@@ -7,11 +7,12 @@ these tests are about what is written, not the model."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
-from mem_agent import eval_ruler_hqa
+from mem_agent import eval_ruler_hqa, view
 from mem_agent.evaluation.results import read_results
 from mem_agent.observability.trajectory_records import read_records
 
@@ -44,6 +45,23 @@ def test_each_item_gets_one_record_with_every_memory_and_the_scored_answer(insta
         assert all(turn.prompt_tokens > 0 and turn.response_tokens == 8 for turn in record.turns)
         assert all(turn.memory_tokens <= 8 and isinstance(turn.text, str) for turn in record.turns)
         assert all(turn.cut == (turn.finish_reason == "length") for turn in record.turns)
+
+
+@pytest.mark.parametrize("flag", [["--save-trajectories"], []])
+def test_the_last_lines_say_where_the_records_are_and_give_the_command_that_shows_them(
+    instant_server, data_root, tmp_path, capsys, flag
+):
+    """The printed view command, run as printed, writes the page of this run; with the flag the
+    records' files are named, without it the flag that keeps them is."""
+    assert _evaluate(instant_server, data_root, tmp_path / "out", *flag) == 0
+    lines = capsys.readouterr().out.splitlines()
+    line = next(line for line in reversed(lines) if "mem_agent.view" in line)
+    assert ("trajectories_*.jsonl" in line) == bool(flag) and ("--save-trajectories" in line) != bool(flag)
+    command = shlex.split(line[line.index("python -m mem_agent.view") :].split(" (add")[0])
+    assert command[:3] == ["python", "-m", "mem_agent.view"]
+    assert view.main(command[3:]) == 0
+    page = (tmp_path / "out" / "view.html").read_text(encoding="utf-8")
+    assert page.count('<details class="item"') == 3 and ('<div class="memory">' in page) == bool(flag)
 
 
 def test_without_the_flag_no_record_is_written(instant_server, data_root, tmp_path):

@@ -64,6 +64,74 @@ def test_training_curves_are_the_runs_own_figures_and_never_the_sample(tokenizer
     assert 'id="sample-heading"' in text
 
 
+@pytest.mark.usefixtures("fresh_settings")
+def test_a_training_page_keeps_a_prompts_trajectories_together_with_its_groups_rewards(tokenizer, rows, tmp_path):
+    """In Chromium: per rollout, the sampled trajectories sit by prompt group, each row names its
+    group with the rewards of all 4 of the group's trajectories (recorded or not): the hard
+    question's group has no contrast, the other has; and the page has no console message."""
+    save = hooked_training_run(tokenizer, rows, tmp_path / "train", [0, 1], hard=[rows[0]["prompt"]], **SAMPLE_OF_4)
+    page = tmp_path / "train.html"
+    assert view.main([str(save), "-o", str(page)]) == 0
+    screenshot = tmp_path / "viewer.png"
+    rendered = render(page, tmp_path / "profile", screenshot=screenshot, size="1100,1300")
+    assert rendered.console == []
+    groups = re.findall(
+        r'class="group">rollout (\d+) · #\d+</span>.*?class="prompt-group">([^<]*)<', rendered.dom, re.S
+    )
+    assert [rollout for rollout, _ in groups] == ["1"] * 4 + ["0"] * 4  # the latest rollout first
+    lines = [line for _, line in groups[:4]]
+    assert lines == sorted(lines)  # a group's trajectories together
+    assert {line.split(" · ")[0]: line.split(" · ", 1)[1] for line in lines} == {
+        "group 0": "rewards 0 0 0 0 · spread 0.00 · no contrast",
+        "group 1": "rewards 1 0 1 0 · spread 1.00 · contrast",
+    }
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_evaluation_page_opens_with_its_settings_and_rows_show_what_triage_needs(tokenizer, tmp_path):
+    """The settings line from summary.json, and per collapsed row the gold, the boxed answer, the
+    score, the chunks and the cut memories; sorting by chunks, in Chromium, puts the longer first."""
+    facts = {
+        "mode": "memagent",
+        "model": "tiny",
+        "config": {"chunk_tokens": 512, "max_memory_tokens": 64, "max_final_tokens": 32},
+        "sampling": {"temperature": 0.7, "top_p": 0.95},
+        "data_sha256": {"50": "ab" * 32},
+    }
+    run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 2, "100": 3}, questions=2, facts=facts)
+    page = tmp_path / "eval.html"
+    assert view.main([str(run_dir), "-o", str(page)]) == 0
+    rendered = render(page, tmp_path / "profile", fragment="sort=chunks")
+    assert rendered.console == []
+    settings = dict(re.findall(r"<div><dt>([^<]*)</dt><dd>([^<]*)</dd></div>", rendered.dom))
+    assert settings == {
+        "model": "tiny",
+        "mode": "memagent",
+        "chunk tokens": "512",
+        "memory limit": "64",
+        "answer limit": "32",
+        "temperature": "0.7",
+        "top_p": "0.95",
+        "sha256 eval_50": "ab" * 6,
+    }
+    rows = re.findall(
+        r'class="group">(\w+) · #(\d+)</span>.*?<span class="row">(.*?)</span></summary>', rendered.dom, re.S
+    )
+    assert [(label, item) for label, item, _ in rows] == [("100", "0"), ("100", "1"), ("50", "0"), ("50", "1")]
+    facts_of = {
+        (label, item): dict(re.findall(r'<span class="k">([^<]*)</span> ([^<]*)</span>', row))
+        for label, item, row in rows
+    }
+    assert facts_of[("100", "1")] == {
+        "gold": "answer1",
+        "answer": "nothing",
+        "sub_em": "0.00",
+        "chunks": "3",
+        "cut memories": "1",
+    }
+    assert facts_of[("50", "0")]["answer"] == "answer0" and facts_of[("50", "0")]["sub_em"] == "1.00"
+
+
 def test_a_training_folder_without_metrics_draws_no_curve_from_its_records(tokenizer, tmp_path):
     run_dir = training_run(tokenizer, tmp_path / "train", rollouts=2, per_rollout=2)
     assert view.main([str(run_dir), "-o", str(tmp_path / "page.html")]) == 0

@@ -19,7 +19,7 @@ from typing import Any
 
 from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.common.console import program_name
-from mem_agent.evaluation.reporting import tokens_label
+from mem_agent.evaluation.reporting import cut_label, tokens_label
 from mem_agent.evaluation.results import COMPLETED
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS
 
@@ -70,7 +70,7 @@ def length_table(runs: Sequence[Any], metric: str) -> str:
             failed = int(result.get("failed", 0)) + int(result.get("missing", 0))
             cells += [f"{float(result[metric]):.1f}" + (f" ({failed} failed)" if failed else ""), str(result["items"])]
             if run in cutting:
-                cells.append(f"{100 * cut_share(run.items.get(label, {})):.0f}%")
+                cells.append(cut_label(cut_share(run.items.get(label, {}))))
         rows.append(cells)
     return aligned([header, *rows])
 
@@ -228,7 +228,7 @@ def plot_runs(runs: Sequence[Any], metric: str, path: Path) -> None:
         lines = axes.plot([x for x, _, _ in points], [y for _, y, _ in points], marker=marker, label=run.name)
         for x, y, label in points:
             cut = cut_share(run.items.get(label, {}))
-            note = f"n={run.lengths[label]['items']}" + (f", cut {100 * cut:.0f}%" if cut else "")
+            note = f"n={run.lengths[label]['items']}" + (f", cut {cut_label(cut)}" if cut else "")
             offset = (4, -11) if y > 90 else (4, 5)  # inside the frame at the top
             colour = lines[0].get_color()
             axes.annotate(note, (x, y), textcoords="offset points", xytext=offset, fontsize=7, color=colour)

@@ -82,9 +82,11 @@ def _grouped(records: list[TrajectoryRecord]) -> dict[str, list[TrajectoryRecord
     return groups
 
 
-def _order(record: TrajectoryRecord) -> tuple[int, str, tuple[int, str]]:
-    """Rollout, eval file, then id as a number (#2 before #10)."""
-    return (record.rollout_id or 0, record.eval_set or "", _natural_key(record.item_id))
+def _order(record: TrajectoryRecord) -> tuple[int, str, int, tuple[int, str]]:
+    """Rollout, eval file, the prompt's group (a group's trajectories together), then id as a
+    number (#2 before #10)."""
+    group = record.group_index if isinstance(record.group_index, int) else -1
+    return (record.rollout_id or 0, record.eval_set or "", group, _natural_key(record.item_id))
 
 
 def _group_name(record: TrajectoryRecord) -> str:
@@ -150,4 +152,5 @@ def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
         turns=[],
         eval_set=label,
         error=result.get("error"),
+        extra={"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {},
     )

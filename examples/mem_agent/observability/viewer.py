@@ -24,8 +24,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mem_agent.common.atomic_files import write_text_atomic
-from mem_agent.observability.page_parts import item_view, number
+from mem_agent.evaluation.reporting import cut_label
+from mem_agent.observability.page_parts import item_view, number, row_line
 from mem_agent.observability.page_selection import ViewChoice, metric_of, select
+from mem_agent.observability.page_settings import run_settings
 from mem_agent.observability.rollout_curves import curves_svg, rollout_curves
 
 if TYPE_CHECKING:
@@ -79,12 +81,25 @@ def render_page(run: RunView, limits: ViewLimits, choice: ViewChoice | None = No
         "metric": metric,
         "made": f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
         "notes": notes + chart_note,
+        "settings": run_settings(run.summary),
         "charts": charts,
-        "summary_header": SUMMARY_HEADER,
+        "summary_header": _summary_header(run.summary),
         "summary": [] if charts else _summary_rows(run.summary),
     }
-    items_data = [{"outcome": item.outcome, "search": item.search} for item in items]
-    return _environment().get_template("viewer.html.j2").render(page=page, items=items, items_data=items_data)
+    items_data = [
+        {
+            "outcome": item.outcome,
+            "search": item.search,
+            "tokens": item.row.context_tokens,
+            "score": item.row.score,
+            "chunks": item.row.chunks,
+            "cut": item.row.cut,
+        }
+        for item in items
+    ]
+    rows = [row_line(item.row, metric) for item in items]
+    template = _environment().get_template("viewer.html.j2")
+    return template.render(page=page, items=zip(items, rows, strict=True), items_data=items_data, shown=len(items))
 
 
 def _charts(run: RunView) -> tuple[Any, list[str]]:
@@ -99,9 +114,27 @@ def _charts(run: RunView) -> tuple[Any, list[str]]:
     return Markup(curves_svg(curves)), []
 
 
+def _results(summary: dict[str, Any] | None) -> list[Any]:
+    results = (summary or {}).get("results") if isinstance(summary, dict) else None
+    return results if isinstance(results, list) else []
+
+
+def _cuts(summary: dict[str, Any] | None) -> bool:
+    """Whether the run cut any context (the direct baseline): then the table has a cut column."""
+    return any(
+        isinstance(r, dict) and isinstance(r.get("cut_share"), int | float) and r["cut_share"]
+        for r in _results(summary)
+    )
+
+
+def _summary_header(summary: dict[str, Any] | None) -> tuple[str, ...]:
+    return (*SUMMARY_HEADER[:4], "cut", *SUMMARY_HEADER[4:]) if _cuts(summary) else SUMMARY_HEADER
+
+
 def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
     """An evaluation's per-length table from its summary.json, every cell as the text it shows."""
-    results = (summary or {}).get("results") or []
+    results = _results(summary)
+    cutting = _cuts(summary)
     rows = []
     for result in results:
         if not isinstance(result, dict):
@@ -113,10 +146,15 @@ def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
                 str(result.get("items", "")),
                 str(sum(failed)) if all(type(n) is int for n in failed) else " + ".join(map(str, failed)),
                 number(result.get("mean_context_tokens", 0), ",.0f"),
+                *([_cut_cell(result.get("cut_share", 0))] if cutting else []),
                 *(number(result.get(metric, 0), ".1f") for metric in ("sub_em", "em", "f1", "strict")),
             ]
         )
     return rows
+
+
+def _cut_cell(value: Any) -> str:
+    return cut_label(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
 def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoice | None = None) -> int:
