@@ -54,6 +54,11 @@ def test_training_curves_are_the_runs_own_figures_and_never_the_sample(tokenizer
     save = hooked_training_run(tokenizer, rows, tmp_path / "train", [0, 1], hard=[rows[0]["prompt"]], **SAMPLE_OF_4)
     run = load_run(save)
     assert [r.scores.get("strict") for r in run.records].count(1.0) == len(run.records) / 2 == 4  # the sample
+    memories = [[t for t in r.turns if t.kind == "memory"] for r in run.records]
+    assert all(
+        turns[0].chunk_start == 0 and turns[-1].chunk_end == r.context_tokens
+        for r, turns in zip(run.records, memories, strict=True)
+    )
     curves = rollout_curves(run.rollout_metrics)
     assert curves["accuracy (strict)"] == ([0.0, 1.0], [0.25, 0.25])
     assert curves["groups without reward contrast (share)"][1] == [0.5, 0.5]  # the hard question's group

@@ -30,7 +30,8 @@ from mem_agent.settings.config import AgentMode
 
 TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 
-OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores], None]
+# What sees each trajectory: its file, item, trajectory, scores and the document's token ids.
+OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores, np.ndarray], None]
 
 
 class Evaluator:
@@ -123,7 +124,7 @@ class Evaluator:
             if self.agent.config.mode is AgentMode.REMEMR1:
                 record.update(recall_stats(trajectory.turns, item.answers))
             if self.on_trajectory is not None:  # before the result line, so a record never outlives its result
-                self.on_trajectory(file, item, trajectory, scores)
+                self.on_trajectory(file, item, trajectory, scores, context_ids)
         except Exception as error:  # a bug must not lose the rest of the run: record it, count it
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)

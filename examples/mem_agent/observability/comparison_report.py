@@ -221,7 +221,8 @@ def plot_runs(runs: Sequence[Any], metric: str, path: Path) -> None:
 
     figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     ticks: dict[float, str] = {}
-    for run, marker in zip(runs, "osD^v<>phx*", strict=False):
+    right_end = max((float(r["mean_context_tokens"]) for run in runs for r in run.lengths.values()), default=1.0)
+    for index, (run, marker) in enumerate(zip(runs, "osD^v<>phx*", strict=False)):
         points = sorted(
             (max(float(r["mean_context_tokens"]), 1.0), float(r[metric]), k) for k, r in run.lengths.items()
         )
@@ -229,9 +230,18 @@ def plot_runs(runs: Sequence[Any], metric: str, path: Path) -> None:
         for x, y, label in points:
             cut = cut_share(run.items.get(label, {}))
             note = f"n={run.lengths[label]['items']}" + (f", cut {cut_label(cut)}" if cut else "")
-            offset = (4, -11) if y > 90 else (4, 5)  # inside the frame at the top
-            colour = lines[0].get_color()
-            axes.annotate(note, (x, y), textcoords="offset points", xytext=offset, fontsize=7, color=colour)
+            rise = 5 + 9 * index  # each run's notes on their own line
+            offset = (4, -rise - 6) if y > 90 else (4, rise)  # inside the frame at the top
+            last = x >= right_end
+            axes.annotate(
+                note,
+                (x, y),
+                textcoords="offset points",
+                xytext=(-offset[0], offset[1]) if last else offset,
+                ha="right" if last else "left",
+                fontsize=7,
+                color=lines[0].get_color(),
+            )
         ticks.update({x: f"{label} docs" for x, _, label in points})
     axes.set_xscale("log")
     axes.set_xticks(list(ticks), [f"{tokens_label(x)}\n{label}" for x, label in ticks.items()], fontsize=8)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mem_agent.agent.scoring import answer_region, extract_boxed
-from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord
+from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord, gold_position
 from mem_agent.observability.word_diff import diff_words
 
 # Scores shown per question, in order; the first present one decides right/wrong.
@@ -29,6 +29,8 @@ class TurnView:
     runs: list[tuple[str, str]] = field(default_factory=list)  # memory: (same|ins|del, text), see word_diff
     notes: list[str] = field(default_factory=list)  # ReMemR1: the recall query and what it recalled
     cut: bool = False
+    gold: list[str] = field(default_factory=list)  # memory: "chunk", "memory", "entered", "left"
+    excerpt: list[tuple[str, str]] = field(default_factory=list)  # the chunk's excerpt: (text|gold, text)
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def item_view(record: TrajectoryRecord, group: str, metric: str, max_turns: int)
         question=str(record.question),
         row=row_facts(record, metric),
         facts=_facts(record),
-        turns=_turns(record, max_turns) if record.turns else None,
+        turns=_turns(record, max_turns, [str(g) for g in record.ground_truths]) if record.turns else None,
         search=" ".join(texts).lower(),
     )
 
@@ -159,29 +161,56 @@ def _facts(record: TrajectoryRecord) -> list[tuple[str, str]]:
     return rows
 
 
-def _turns(record: TrajectoryRecord, max_turns: int) -> list[TurnView]:
+def _turns(record: TrajectoryRecord, max_turns: int, golds: list[str]) -> list[TurnView]:
     """Each memory against the one before it (the first against nothing); past `max_turns` memory
-    turns the first and last halves are shown, each still diffed against its true predecessor."""
+    turns the first and last halves are shown, each still diffed against its true predecessor.
+    Each memory says whether a gold answer is in its chunk and in it, and where one entered or
+    left the memory."""
     memories = [turn for turn in record.turns if turn.kind == "memory"]
     keep = set(range(len(memories)))
     if len(memories) > max_turns:
         head = max_turns // 2
         keep = set(range(head)) | set(range(len(memories) - (max_turns - head), len(memories)))
-    views, previous = [], ""
+    views, previous, held = [], "", False
     for index, turn in enumerate(memories):
+        holds = gold_position(str(turn.text), golds) is not None
         if index in keep:
-            views.append(_memory_turn(turn, previous))
+            views.append(_memory_turn(turn, previous, _gold_marks(turn, holds, held), golds))
         elif index - 1 in keep:
             hidden = len(memories) - len(keep)
             views.append(TurnView("gap", text=f"{hidden} memory turns not shown (--max-turns {max_turns})"))
-        previous = str(turn.text)
+        previous, held = str(turn.text), holds
     views += [_final_turn(turn) for turn in record.turns if turn.kind == "final"]
     return views
 
 
-def _memory_turn(turn: TurnRecord, previous: str) -> TurnView:
+def _gold_marks(turn: TurnRecord, holds: bool, held: bool) -> list[str]:
+    marks = ["chunk"] if turn.gold_in_chunk is True else []
+    marks += ["memory"] if holds else []
+    if holds != held:
+        marks.append("entered" if holds else "left")
+    return marks
+
+
+def _excerpt_runs(text: str, golds: list[str]) -> list[tuple[str, str]]:
+    """The excerpt as runs, the first gold answer in it marked."""
+    position = gold_position(text, golds)
+    if position is None:
+        return [("text", text)]
+    length = max(len(g) for g in golds if g.strip() and text.casefold().find(g.casefold()) == position)
+    return [
+        ("text", text[:position]),
+        ("gold", text[position : position + length]),
+        ("text", text[position + length :]),
+    ]
+
+
+def _memory_turn(turn: TurnRecord, previous: str, marks: list[str], golds: list[str]) -> TurnView:
     runs, counts = diff_words(previous, str(turn.text))
-    head = f"chunk {turn.step} · memory {turn.memory_tokens} tokens · +{counts.added} −{counts.removed} words"
+    where = ""
+    if isinstance(turn.chunk_start, int) and isinstance(turn.chunk_end, int):
+        where = f" (document tokens {turn.chunk_start:,}–{turn.chunk_end:,})"
+    head = f"chunk {turn.step}{where} · memory {turn.memory_tokens} tokens · +{counts.added} −{counts.removed} words"
     if turn.cut:
         head += " · cut by the token limit"
     if turn.state_reward is not None:
@@ -189,7 +218,10 @@ def _memory_turn(turn: TurnRecord, previous: str) -> TurnView:
     notes = [f"recall query: {turn.recall_query}"] if turn.recall_query else []
     if turn.recalled:
         notes.append(f"recalled: {turn.recalled}")
-    return TurnView("memory", head=head, runs=runs, notes=notes, cut=bool(turn.cut))
+    excerpt = (
+        _excerpt_runs(turn.chunk_excerpt, golds) if isinstance(turn.chunk_excerpt, str) and turn.gold_in_chunk else []
+    )
+    return TurnView("memory", head=head, runs=runs, notes=notes, cut=bool(turn.cut), gold=marks, excerpt=excerpt)
 
 
 def _final_turn(turn: TurnRecord) -> TurnView:

@@ -130,7 +130,13 @@ def _turn(row: Any, advantage: float) -> TurnRecord | None:
         recalled=info.get("recalled") or None,
         state_reward=float(state) if isinstance(state, int | float) else None,
         advantage=advantage,
+        chunk_start=_whole(info.get("chunk_start")),  # the workflow's, carried in the row's metadata
+        chunk_end=_whole(info.get("chunk_end")),
     )
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def write_records(path: Path, records: Sequence[TrajectoryRecord]) -> int:
