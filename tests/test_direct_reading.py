@@ -96,6 +96,11 @@ def test_the_share_cut_is_in_the_table_the_summary_the_page_and_compare_and_only
     numbers = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert numbers["lengths"]["direct"]["7"]["cut_share"] == pytest.approx(share)
     assert numbers["lengths"]["memagent"]["7"]["cut_share"] == 0.0
+    differing = numbers["settings_that_differ"]
+    assert differing["mode"] == {"memagent": "memagent", "direct": "direct"}
+    assert (
+        differing["direct.context_window"]["direct"] == "1024" and differing["config.chunk_tokens"]["memagent"] == "512"
+    )
 
 
 def test_a_window_that_holds_the_document_reads_all_of_it(tokenizer, tmp_path):

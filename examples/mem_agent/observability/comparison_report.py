@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.common.console import program_name
 from mem_agent.evaluation.reporting import cut_label, tokens_label
@@ -141,15 +142,27 @@ def differing_settings(runs: Sequence[Any]) -> dict[str, list[str]]:
             names = sorted({name for v in values if isinstance(v, dict) for name in v})
             if key == "config":
                 names = [name for name in names if name in ANSWER_SHAPING_FIELDS]
-            columns = {f"{key}.{name}": [_text((v or {}).get(name)) for v in values] for name in names}
+            columns = {
+                f"{key}.{name}": [
+                    _text((v or {}).get(name), _unused(run, key)) for run, v in zip(runs, values, strict=True)
+                ]
+                for name in names
+            }
         else:
             columns = {key: [_text(v) for v in values]}
         differing |= {name: shown for name, shown in columns.items() if len(set(shown)) > 1}
     return differing
 
 
-def _text(value: Any) -> str:
-    return "unset" if value is None else str(value)
+def _unused(run: Any, key: str) -> bool:
+    """A setting a direct run does not record is one it never read (reporting.recorded_settings)."""
+    return key == "config" and run.mode == DIRECT_MODE
+
+
+def _text(value: Any, unused: bool = False) -> str:
+    if value is None:
+        return "not used" if unused else "unset"
+    return str(value)
 
 
 def settings_lines(runs: Sequence[Any], differing: dict[str, list[str]]) -> list[str]:

@@ -39,5 +39,7 @@ def write_run_page(request: PageRequest) -> None:
         raise UsageError(f"--output {request.output} is a folder, not a file")
     run = load_run(request.run)
     check_choice(run, request.choice)
-    size = write_page(run, request.output, request.limits, request.choice)
-    print(f"{request.output}: {len(run.records)} questions from {run.kind} run {run.path} ({size / 1e6:.2f} MB)")
+    size, shown = write_page(run, request.output, request.limits, request.choice)
+    print(
+        f"{request.output}: {shown} of {len(run.records)} questions of {run.kind} run {run.path} ({size / 1e6:.2f} MB)"
+    )

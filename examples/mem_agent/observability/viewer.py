@@ -157,8 +157,9 @@ def _cut_cell(value: Any) -> str:
     return cut_label(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
-def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoice | None = None) -> int:
-    """Write the page whole (a crash leaves the old one or none); returns its size in bytes."""
+def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoice | None = None) -> tuple[int, int]:
+    """Write the page whole (a crash leaves the old one or none); returns its size in bytes and the
+    number of questions it holds."""
     text = render_page(run, limits, choice)
     write_text_atomic(output, text)
-    return len(text.encode("utf-8"))
+    return len(text.encode("utf-8")), text.count('<details class="item"')
