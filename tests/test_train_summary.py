@@ -71,8 +71,9 @@ def test_a_one_rollout_run_draws_its_points_with_markers_and_a_band_within_the_r
     reward_axes, accuracy_axes = figure.axes
     lines = [*reward_axes.get_lines(), *accuracy_axes.get_lines()]
     assert lines and all(line.get_marker() not in (None, "None", "") for line in lines)
-    band = reward_axes.collections[0].get_paths()[0].vertices[:, 1]
+    band = reward_axes.collections[0].get_paths()[0].vertices[:, 1]  # one point: a bar from 0 to 1
     assert band.min() == 0.0 and band.max() == 1.0
+    assert all(tick == int(tick) for tick in accuracy_axes.get_xticks())  # rollouts are whole numbers
     assert train_summary.main([str(tmp_path)]) == 0
     with Image.open(tmp_path / "trajectories" / "train_summary.png") as image:
         assert image.format == "PNG"

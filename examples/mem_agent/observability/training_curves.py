@@ -156,6 +156,7 @@ def summary_figure(run: RunMetrics) -> Any:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     ids = [entry["rollout_id"] for entry in run.rollouts]
     figure, (reward_axes, accuracy_axes) = plt.subplots(2, 1, figsize=(7.0, 6.0), dpi=120, sharex=True)
@@ -163,14 +164,13 @@ def summary_figure(run: RunMetrics) -> Any:
     std = [float(entry.get("reward/std", 0.0)) for entry in run.rollouts]
     low, high = (0.0, 1.0) if all(0.0 <= m <= 1.0 for m in mean) else (-math.inf, math.inf)
     reward_axes.plot(ids, mean, color="tab:blue", marker="o", markersize=4, label="reward mean (per trajectory)")
-    reward_axes.fill_between(
-        ids,
-        [max(low, m - s) for m, s in zip(mean, std, strict=True)],
-        [min(high, m + s) for m, s in zip(mean, std, strict=True)],
-        color="tab:blue",
-        alpha=0.15,
-        label="± 1 std" + (" (within 0..1)" if high == 1.0 else ""),
-    )
+    lows = [max(low, m - s) for m, s in zip(mean, std, strict=True)]
+    highs = [min(high, m + s) for m, s in zip(mean, std, strict=True)]
+    band = "± 1 std" + (" (within 0..1)" if high == 1.0 else "")
+    if len(ids) == 1:  # a band of one point has no width: a bar shows it
+        reward_axes.vlines(ids, lows, highs, color="tab:blue", alpha=0.3, linewidth=6, label=band)
+    else:
+        reward_axes.fill_between(ids, lows, highs, color="tab:blue", alpha=0.15, label=band)
     reward_axes.set_ylabel("reward")
     reward_axes.legend(loc="best", fontsize="small")
     reward_axes.grid(alpha=0.3)
@@ -187,6 +187,9 @@ def summary_figure(run: RunMetrics) -> Any:
             label=f"eval {eval_set} sub_em",
         )
     accuracy_axes.set_xlabel("rollout")
+    accuracy_axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if len(ids) == 1:  # matplotlib's default margin around one x is +-0.05: whole rollouts around it instead
+        accuracy_axes.set_xlim(ids[0] - 1, ids[0] + 1)
     accuracy_axes.set_ylabel("accuracy (%)")
     accuracy_axes.set_ylim(-3, 103)
     accuracy_axes.legend(loc="best", fontsize="small")
