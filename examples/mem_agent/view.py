@@ -3,10 +3,13 @@
     python -m mem_agent.view runs/eval -o eval.html                 # an evaluation folder
     python -m mem_agent.view $SAVE_PATH -o train.html               # a training run (trajectories/)
     python -m mem_agent.view runs/eval/trajectories_50.jsonl -o q.html
+    python -m mem_agent.view runs/eval --only wrong --lengths 200   # the wrong answers at 200 docs
+    python -m mem_agent.view runs/eval --ids 50:3 50:17             # questions 3 and 17 at 50 docs
 
 Per question: each memory with the words it added and dropped since the one before, the final
 answer against the gold and its score; for a training run, curves over rollouts. The page is one
-file that works offline; large runs are capped (--max-items, --max-turns) and the page says so.
+file that works offline; large runs are capped (--max-items, --max-turns), failures first, and the
+page says what it left out.
 Exit status: 0 written, 2 bad usage or an unreadable run.
 """
 
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
+from mem_agent.observability.page_selection import OUTCOMES, ViewChoice
 from mem_agent.observability.run_page import PageRequest, write_run_page
 from mem_agent.observability.viewer import ViewLimits
 
@@ -39,12 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.max_turns,
         help="memory turns shown per question, the first and last halves (default: %(default)s)",
     )
+    parser.add_argument("--only", choices=OUTCOMES, default=None, help="only the questions with this outcome")
+    parser.add_argument("--lengths", nargs="+", default=(), metavar="N", help="only these lengths (an evaluation)")
+    parser.add_argument(
+        "--ids", nargs="+", default=(), metavar="ID", help="only these questions: ID, or LENGTH:ID for one length"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns))
+    choice = ViewChoice(args.only, tuple(args.lengths), tuple(args.ids))
+    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns), choice)
     try:
         write_run_page(request)
     except UsageError as error:

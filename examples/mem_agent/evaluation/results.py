@@ -142,6 +142,9 @@ def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) ->
             summary[metric] = sum(values) / len(values)
     tokens = [int(r["context_tokens"]) for r in records if "context_tokens" in r]
     summary["mean_context_tokens"] = sum(tokens) / len(tokens) if tokens else 0.0
+    dropped = [int(r.get("dropped_tokens") or 0) for r in records if "context_tokens" in r]
+    summary["mean_dropped_tokens"] = sum(dropped) / len(dropped) if dropped else 0.0
+    summary["cut_share"] = sum(dropped) / sum(tokens) if sum(tokens) else 0.0  # the direct baseline's cut
     return summary
 
 

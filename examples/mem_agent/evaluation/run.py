@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import sys
 import time
 from collections import Counter
@@ -110,7 +111,7 @@ def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
         agent = build_agent(request.tokenizer, settings.config)
     reach_servers(servers)
     lock.take()
-    facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts)
+    facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts, settings.mode)
     facts |= mode_facts(request, settings.mode, agent) | {
         key: plan.facts[key] for key in ("data", "data_sha256", "corpus_sha256") if key in plan.facts
     }
@@ -157,6 +158,7 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
     earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds)]
     plot, keep_other_labels = not request.no_plot, not request.force
     write_reports(reports, request.output_dir, earlier_runs, plot=plot, keep_other_labels=keep_other_labels)
+    _point_to_views(request)
     _explain_failures(evaluator.reasons, list(evaluator.failed_files))
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
 
@@ -187,6 +189,16 @@ def _report_only(request: EvalRequest, run: _Run) -> int:
     print(f"nothing new to run: all {total} results come from earlier runs, which summary.json describes")
     write_reports(reports, request.output_dir, run.earlier_runs, plot=not request.no_plot, keep_other_labels=True)
     return 0
+
+
+def _point_to_views(request: EvalRequest) -> None:
+    """Where the trajectory records are (or how to keep them), and the command that shows the run."""
+    page = shlex.quote(str(request.output_dir / "view.html"))
+    command = f"{program_name('mem_agent.view')} {shlex.quote(str(request.output_dir))} -o {page}"
+    if request.save_trajectories:
+        print(f"trajectories: {request.output_dir / 'trajectories_*.jsonl'}; to view them: {command}")
+    else:
+        print(f"to view the answers: {command} (add --save-trajectories to keep every memory)")
 
 
 def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:

@@ -4,7 +4,9 @@ training folder, each turned into trajectory records grouped the way the run mad
 An evaluation folder holds `results_<N>.jsonl` (one line per question, always) and, with
 `--save-trajectories`, `trajectories_<N>.jsonl` (the same questions turn by turn). A question with
 a result but no trajectory (a run without the flag) is still shown: its answer, gold and score,
-with no memories. A training folder (SAVE_PATH) holds `trajectories/rollout_*.jsonl`.
+with no memories. A training folder (SAVE_PATH) holds `trajectories/rollout_*.jsonl`, a sample of each recorded
+rollout, and `trajectories/metrics.jsonl`, every rollout's figures over all its trajectories (what
+the page's curves draw).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.reporting import SUMMARY_NAME
 from mem_agent.evaluation.results import read_results
+from mem_agent.observability.training_curves import read_run
 from mem_agent.observability.trajectory_records import RecordFormatError, TrajectoryRecord, read_records
 
 _RESULTS = re.compile(r"results_(.+)\.jsonl")
@@ -31,6 +34,7 @@ class RunView:
     groups: dict[str, list[TrajectoryRecord]]  # by length label ("50") or rollout ("rollout 12"), in run order
     summary: dict[str, Any] | None = None  # an evaluation's summary.json
     notes: list[str] = field(default_factory=list)  # what the page must say about what it could not show
+    rollout_metrics: list[dict[str, Any]] = field(default_factory=list)  # training: metrics.jsonl, per rollout
 
 
 def load_run(path: Path) -> RunView:
@@ -44,13 +48,22 @@ def load_run(path: Path) -> RunView:
     rollouts = sorted((path / "trajectories").glob("rollout_*.jsonl")) or sorted(path.glob("rollout_*.jsonl"))
     if rollouts:
         records = [record for file in rollouts for record in _read(file)]
-        return RunView("training", path, records, _grouped(records))
+        return _with_metrics(RunView("training", path, records, _grouped(records)))
     if (path / SUMMARY_NAME).is_file() or any(path.glob("results_*.jsonl")):
         return _evaluation(path)
     raise UsageError(
         f"{path} is not a run: expected a trajectory .jsonl file, an evaluation folder (results_<N>.jsonl)"
         " or a training folder (trajectories/rollout_*.jsonl)"
     )
+
+
+def _with_metrics(run: RunView) -> RunView:
+    """The training run with its per-rollout metrics, or a note saying why it has no curves."""
+    try:
+        run.rollout_metrics = read_run(run.path).rollouts
+    except UsageError as error:
+        run.notes.append(f"no curves over rollouts: {error}")
+    return run
 
 
 def _read(path: Path) -> list[TrajectoryRecord]:
@@ -69,8 +82,11 @@ def _grouped(records: list[TrajectoryRecord]) -> dict[str, list[TrajectoryRecord
     return groups
 
 
-def _order(record: TrajectoryRecord) -> tuple[int, str, str]:
-    return (record.rollout_id or 0, record.eval_set or "", record.item_id)
+def _order(record: TrajectoryRecord) -> tuple[int, str, int, tuple[int, str]]:
+    """Rollout, eval file, the prompt's group (a group's trajectories together), then id as a
+    number (#2 before #10)."""
+    group = record.group_index if isinstance(record.group_index, int) else -1
+    return (record.rollout_id or 0, record.eval_set or "", group, _natural_key(record.item_id))
 
 
 def _group_name(record: TrajectoryRecord) -> str:
@@ -136,4 +152,5 @@ def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
         turns=[],
         eval_set=label,
         error=result.get("error"),
+        extra={"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {},
     )

@@ -9,7 +9,7 @@ readers refuse a schema they do not know rather than guess.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from mem_agent.agent.records import Trajectory, TurnKind
 from mem_agent.agent.scoring import AnswerScores
 
 SCHEMA = "mem_agent.trajectory/1"
+EXCERPT_CHARS = 600  # of a chunk's text per memory turn: a 1,000-question run of 20 chunks keeps 12 MB
 
 
 class RecordFormatError(ValueError):
@@ -43,6 +44,10 @@ class TurnRecord:
     recalled: str | None = None  # ReMemR1: the earlier memory the recall returned
     state_reward: float | None = None  # ReMemR1: this turn's state reward, where computed
     advantage: float | None = None  # training: the advantage this turn was trained with
+    chunk_start: int | None = None  # memory turn: where its chunk lies in the document (tokens,
+    chunk_end: int | None = None  # end exclusive); None where the run did not say (training rows)
+    gold_in_chunk: bool | None = None  # a gold answer's words are in the chunk; None: chunk text unknown
+    chunk_excerpt: str | None = None  # up to EXCERPT_CHARS of the chunk: around the gold, else its start
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +99,19 @@ def record_of(
     ground_truths: Iterable[str],
     mode: str,
     scores: AnswerScores | None,
+    document: Sequence[int] | None = None,
     **context: Any,
 ) -> TrajectoryRecord:
     """The record of one finished (or failed) trajectory; `decode` turns token ids into text with the
-    policy's tokenizer. `context` fills the source-specific fields (rollout_id, eval_set, ...)."""
+    policy's tokenizer. With the `document`'s token ids (the evaluator has them), each memory turn
+    also keeps whether its chunk holds a gold answer's words and a bounded excerpt of it. `context`
+    fills the source-specific fields (rollout_id, eval_set, ...)."""
+    golds = [str(gold) for gold in ground_truths]
     turns = []
     for turn in trajectory.turns:
         extras = turn.extras
+        start, end = _int_or_none(extras.get("chunk_start")), _int_or_none(extras.get("chunk_end"))
+        seen = _chunk_facts(decode(document[start:end]), golds) if document is not None and end else (None, None)
         turns.append(
             TurnRecord(
                 kind=turn.kind.value,
@@ -113,6 +124,10 @@ def record_of(
                 memory_tokens=len(turn.memory_ids),
                 recall_query=_text_or_none(extras.get("recall_query")),
                 recalled=_text_or_none(extras.get("recalled")),
+                chunk_start=start,
+                chunk_end=end,
+                gold_in_chunk=seen[0],
+                chunk_excerpt=seen[1],
             )
         )
     score_map = {} if scores is None else {name: getattr(scores, name) for name in ("strict", "sub_em", "em", "f1")}
@@ -120,7 +135,7 @@ def record_of(
         source=source,
         item_id=str(item_id),
         question=question,
-        ground_truths=list(ground_truths),
+        ground_truths=golds,
         mode=mode,
         status=trajectory.status.value,
         answer=trajectory.answer,
@@ -132,6 +147,28 @@ def record_of(
         error=trajectory.error,
         **context,
     )
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def gold_position(text: str, golds: Iterable[str]) -> int | None:
+    """Where a gold answer first appears in `text` (case folded), or None."""
+    folded = text.casefold()
+    found = [folded.find(gold.casefold()) for gold in golds if gold.strip()]
+    hits = [position for position in found if position >= 0]
+    return min(hits) if hits else None
+
+
+def _chunk_facts(text: str, golds: list[str]) -> tuple[bool, str]:
+    """Whether the chunk holds a gold answer, and EXCERPT_CHARS of it centred on the first one
+    (or its start): enough to see the supporting fact, bounded whatever the chunk size."""
+    position = gold_position(text, golds)
+    if position is None:
+        return False, text[:EXCERPT_CHARS]
+    begin = max(0, min(position - EXCERPT_CHARS // 2, len(text) - EXCERPT_CHARS))
+    return True, text[begin : begin + EXCERPT_CHARS]
 
 
 def _int(value: object) -> int:
