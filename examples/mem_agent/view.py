@@ -39,12 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.max_turns,
         help="memory turns shown per question, the first and last halves (default: %(default)s)",
     )
+    parser.add_argument("--force", action="store_true", help="replace an existing file that is not a page of ours")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns))
+    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns), args.force)
     try:
         write_run_page(request)
     except UsageError as error:

@@ -6,7 +6,8 @@ the folder's `.run.lock` and keeps it for its whole life. The kernel drops the l
 descriptor of it is closed, which happens when the holder exits however it exits (`kill -9`
 included), so a lock is never stale: the file may stay, but without a live holder it locks
 nothing. The holder writes its PID, start time and command into the file so that a refused run
-can say whom it waits for.
+can say whom it waits for. The lock file is opened without following links: a `.run.lock` that
+is a symbolic link is refused in one line, and the file it points to is never touched.
 
 A lock belongs to an open file description, not to a process: a child that inherits the
 descriptor shares it. The run scripts take the lock through a descriptor of their own and name it
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mem_agent.common.safe_files import open_no_follow
 from mem_agent.common.usage import UsageError
 
 LOCK_NAME = ".run.lock"
@@ -52,7 +54,7 @@ def lock_run_folder(folder: Path, *, command: str, instead: str = "choose anothe
         yield  # the parent's lock: never unlocked here, the parent releases it
         return
     Path(folder).mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(lock_path(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    descriptor = open_no_follow(lock_path(folder), os.O_RDWR | os.O_CREAT)
     try:
         _lock_or_refuse(descriptor, folder, instead)
         write_holder(descriptor, os.getpid(), command)

@@ -13,13 +13,13 @@ counts each item id once, whatever the file holds.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.safe_files import append_bytes
 
 COMPLETED = "completed"
 
@@ -89,10 +89,7 @@ class ResultStore:
         return list(kept.values())
 
     def append(self, record: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(_line(record))
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_bytes(self.path, _line(record).encode("utf-8"), sync=True)
         if record.get("status") == COMPLETED:
             self.done.add(str(record["id"]))
 

@@ -27,6 +27,8 @@ def usage() -> str:
     lines = ["usage: python -m mem_agent.launch <name> [args] (called by the scripts in examples/mem_agent/)", ""]
     lines += [f"  {name:<9} {caller}" for name, (_, caller) in SCRIPTS.items()]
     return "\n".join(lines)
+
+
 NEEDED = ("pydantic", "aiohttp", "orjson", "numpy", "tqdm")
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.paths import check_output_path
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.run_folders import load_run
-from mem_agent.observability.viewer import ViewLimits, write_page
+from mem_agent.observability.viewer import ViewLimits, is_page, write_page
 
 __all__ = ["PageRequest", "write_run_page"]
 
@@ -24,16 +25,27 @@ class PageRequest:
     run: Path
     output: Path
     limits: ViewLimits
+    force: bool = False  # replace an existing file that is not a page of ours
 
 
 def write_run_page(request: PageRequest) -> None:
     """Write the page and print what it holds. UsageError: a limit that is not positive, an output
-    that is a folder, or a run that cannot be read; OSError: the page could not be written."""
+    that is a folder, an input or a run's data file, an existing file not ours (without force), or a
+    run that cannot be read; OSError: the page could not be written."""
     for flag, value in (("--max-items", request.limits.max_items), ("--max-turns", request.limits.max_turns)):
         if value <= 0:
             raise UsageError(f"{flag} {value} must be a positive integer")
     if request.output.is_dir():
         raise UsageError(f"--output {request.output} is a folder, not a file")
+    check_output_path(request.output, _inputs(request.run), flag="--output", ours=is_page, force=request.force)
     run = load_run(request.run)
     size = write_page(run, request.output, request.limits)
     print(f"{request.output}: {len(run.records)} questions from {run.kind} run {run.path} ({size / 1e6:.2f} MB)")
+
+
+def _inputs(run: Path) -> list[Path]:
+    """What the page is made from: the records file, or every file of the run folder."""
+    run = Path(run)
+    if run.is_dir():
+        return [path for path in run.rglob("*") if path.is_file()]
+    return [run]

@@ -18,6 +18,7 @@ import orjson
 
 from mem_agent.agent.records import Trajectory, TurnKind
 from mem_agent.agent.scoring import AnswerScores
+from mem_agent.common.safe_files import append_bytes
 
 SCHEMA = "mem_agent.trajectory/1"
 
@@ -145,13 +146,9 @@ def _text_or_none(value: object) -> str | None:
 def append_records(path: Path, records: Iterable[TrajectoryRecord]) -> int:
     """Append records, one flushed line each: a crash loses at most the line being written, which
     read_records reports by file and line rather than misreading."""
-    count = 0
-    with path.open("ab") as handle:
-        for record in records:
-            handle.write(orjson.dumps(record.to_json()) + b"\n")
-            count += 1
-        handle.flush()
-    return count
+    lines = [orjson.dumps(record.to_json()) + b"\n" for record in records]
+    append_bytes(path, b"".join(lines))
+    return len(lines)
 
 
 def read_records(path: Path) -> Iterator[TrajectoryRecord]:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from mem_agent.observability.run_folders import RunView
     from mem_agent.observability.trajectory_records import TrajectoryRecord
 
+PAGE_MARK = b'<meta name="generator" content="mem-agent view">'  # in the head of every page we write
 PAGE_FILES = "page"  # the folder of this package that holds the template, the style and the script
 SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict")
 
@@ -137,3 +138,12 @@ def write_page(run: RunView, output: Path, limits: ViewLimits) -> int:
     text = render_page(run, limits)
     write_text_atomic(output, text)
     return len(text.encode("utf-8"))
+
+
+def is_page(path: Path) -> bool:
+    """Whether `path` is a page this viewer wrote (its mark in the first KiB): one it may replace."""
+    try:
+        with path.open("rb") as handle:
+            return PAGE_MARK in handle.read(1024)
+    except OSError:
+        return False
