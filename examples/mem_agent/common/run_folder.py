@@ -118,14 +118,36 @@ def _lock_or_refuse(descriptor: int, folder: Path, instead: str) -> None:
         raise RunFolderBusy(_busy_message(folder, read_holder(folder), instead)) from None
 
 
+def folder_in_use(folder: Path) -> str | None:
+    """Who holds `folder` now ("FOLDER is in use by another run: pid ..."), or None when no live run
+    does: for readers that must not mix a live run's old and new files. The lock is only tested
+    (a shared flock, dropped at once), never kept, and never opened through a link."""
+    try:
+        descriptor = open_no_follow(lock_path(folder), os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError, UsageError):
+        return None  # no lock file: no run ever held it; a link: no run of ours holds it
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder_text(folder, read_holder(folder))
+    finally:
+        os.close(descriptor)
+    return None
+
+
+def _holder_text(folder: Path, holder: dict[str, Any] | None) -> str:
+    if holder is None:
+        return f"{folder} is in use by another run (its details are not written yet)"
+    return (
+        f"{folder} is in use by another run: pid {holder['pid']} ({holder.get('command', '?')}), started"
+        f" {holder.get('started', '?')}"
+    )
+
+
 def _busy_message(folder: Path, holder: dict[str, Any] | None, instead: str) -> str:
     if holder is None:
-        return f"{folder} is in use by another run (its details are not written yet): wait for it to end, or {instead}"
-    pid = holder["pid"]
-    return (
-        f"{folder} is in use by another run: pid {pid} ({holder.get('command', '?')}), started"
-        f" {holder.get('started', '?')}; wait for it to end, stop it (kill {pid}), or {instead}"
-    )
+        return f"{_holder_text(folder, holder)}: wait for it to end, or {instead}"
+    return f"{_holder_text(folder, holder)}; wait for it to end, stop it (kill {holder['pid']}), or {instead}"
 
 
 def _inherited_descriptor(folder: Path) -> int | None:
