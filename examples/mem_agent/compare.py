@@ -7,7 +7,8 @@ Each RUN is an evaluator output folder (summary.json and results_<N>.jsonl). Pri
 metric per length for every run, then for each pair of runs the mean per-question difference on
 the questions both answered, with a 95% bootstrap interval; writes the plot and the numbers to
 --output-dir. Runs over different data (an eval file's sha256) or scoring rules are refused
-unless --force. Exit status: 0 compared, 2 bad usage or runs that cannot be compared.
+unless --force. Exit status: 0 compared, 1 an I/O failure (a full disk), 2 bad usage or runs
+that cannot be compared.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
+        print(f"error: {error.filename or '?'}: {error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,7 +7,7 @@
 Per question: each memory with the words it added and dropped since the one before, the final
 answer against the gold and its score; for a training run, curves over rollouts. The page is one
 file that works offline; large runs are capped (--max-items, --max-turns) and the page says so.
-Exit status: 0 written, 2 bad usage or an unreadable run.
+Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or an unreadable run.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except OSError as error:
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
         print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
-        return 2
+        return 1
     return 0
 
 

@@ -54,6 +54,8 @@ def append_bytes(path: Path, payload: bytes, *, sync: bool = False) -> None:
         _write_all(descriptor, payload)
         if sync:
             os.fsync(descriptor)
+    except OSError as error:  # os.write names no file: the message a user reads must
+        raise OSError(error.errno, error.strerror, str(path)) from None
     finally:
         os.close(descriptor)
 
