@@ -115,6 +115,8 @@ def _memory_turn(turn: TurnRecord, previous: str) -> TurnView:
     head = f"chunk {turn.step} · memory {turn.memory_tokens} tokens · +{counts.added} −{counts.removed} words"
     if turn.cut:
         head += " · cut by the token limit"
+    if counts.capped:
+        head += " · changed span too large to align word by word: shown removed and added whole"
     if turn.state_reward is not None:
         head += f" · state reward {number(turn.state_reward, '+.3f')}"
     notes = [f"recall query: {turn.recall_query}"] if turn.recall_query else []
