@@ -87,4 +87,9 @@ def field_problem(error: pydantic.ValidationError) -> str:
     """The first problem of a validation error, as `field a.b.0: why` (the value left out: it may be huge)."""
     first = error.errors(include_url=False, include_input=False)[0]
     location = ".".join(str(part) for part in first["loc"]) or "(the line)"
-    return f"field {location}: {first['msg']}"
+    return _printable(f"field {location}: {first['msg']}")
+
+
+def _printable(text: str) -> str:
+    """`text` on one line: a key read from a file may hold a line break or a control character."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
