@@ -133,8 +133,8 @@ def read_results(path: Path, notes: list[str] | None = None) -> list[dict[str, A
     lines = read_json_lines(path)
     records = []
     for number, value in lines.rows:
-        record = validated(ResultLine, value, f"{path}:{number}").model_dump(exclude_unset=True)
-        records.append(record)
+        checked = validated(ResultLine, value, f"{path}:{number}")
+        records.append(value | {"id": checked.id})  # the line as written, its id as text
     if notes is not None:
         notes.extend(lines.notes())
     return records
@@ -193,6 +193,7 @@ def completed_ids(path: Path) -> set[str]:
 def _checked(line: bytes) -> dict[str, Any] | None:
     """A results line as ResultLine reads it, or None for one it refuses (what a resume drops)."""
     try:
-        return ResultLine.model_validate_json(line).model_dump(exclude_unset=True)
+        checked = ResultLine.model_validate_json(line)
     except pydantic.ValidationError:
         return None
+    return json.loads(line) | {"id": checked.id}  # the line as written (a rewrite keeps its bytes)
