@@ -178,7 +178,7 @@ def test_runs_over_other_data_or_rules_are_refused_unless_forced(tokenizer, tmp_
         (["{a}"], "give two or more runs to compare"),
         (["{a}", "{tmp}"], "is not an evaluation run: no summary.json"),
         (["{a}", "{a}", "--labels", "x"], "--labels names 1 runs but 2 were given"),
-        (["{a}", "{broken}"], "broken: length 100 cannot be read (JSONDecodeError"),
+        (["{a}", "{broken}"], "broken/results_100.jsonl:"),
     ],
 )
 def test_usage_mistakes_are_one_line_errors(tokenizer, tmp_path, capsys, argv, message):

@@ -13,8 +13,9 @@ import pytest
 
 from mem_agent import view
 from mem_agent.observability.rollout_curves import CURVES, rollout_curves
-from mem_agent.observability.run_folders import load_run
-from mem_agent.observability.trajectory_records import SCHEMA
+from mem_agent.observability.run_folders import RunView, load_run
+from mem_agent.observability.trajectory_records import SCHEMA, TrajectoryRecord, TurnRecord
+from mem_agent.observability.viewer import ViewLimits, write_page
 from mem_agent.observability.word_diff import diff_words, words
 from support.browser import MemoryText, PageText, render
 from support.scripts import PROJECT_ROOT, run_script, write_executable
@@ -234,7 +235,7 @@ def test_a_length_the_run_does_not_hold_is_one_line_and_exit_2(tokenizer, tmp_pa
         (["{tmp}"], "is not a run: expected a trajectory .jsonl file"),
         (["{tmp}", "--max-items", "0"], "--max-items 0 must be a positive integer"),
         (["{tmp}/bad.jsonl"], "bad.jsonl:1: schema None is not"),
-        (["{tmp}/eval"], "results_50.jsonl is not an evaluator's results file (KeyError"),
+        (["{tmp}/eval"], "results_50.jsonl:1: field id"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
@@ -365,10 +366,7 @@ TURN_TEXT_FIELDS = ("text", "recall_query", "recalled")
 TURN_NUMBER_FIELDS = ("step", "memory_tokens", "state_reward")
 
 
-def test_markup_in_any_field_of_a_record_is_shown_as_text_and_never_runs(tmp_path):
-    """Records are model output and files anyone may edit: markup in every text field, and in the
-    fields that should hold numbers, reads on the page as the text it is, in a real browser; no
-    script but the page's own runs, no element of it is made, and no console message appears."""
+def _hostile_record() -> dict:
     record = {field: _markup(field) for field in (*TEXT_FIELDS, *NUMBER_FIELDS, "source", "eval_set", "group_index")}
     record |= {"schema": SCHEMA, "ground_truths": [_markup("gold")], "scores": {"sub_em": _markup("score")}}
     record |= {"has_box": False, "extra": {"note": _markup("extra")}}
@@ -377,9 +375,49 @@ def test_markup_in_any_field_of_a_record_is_shown_as_text_and_never_runs(tmp_pat
     memory |= {"response_tokens": _markup("memory_response_tokens"), "advantage": None}
     final = {**memory, "kind": "final", "text": _markup("final_text"), "response_tokens": _markup("final_tokens")}
     record["turns"] = [memory, final]
+    return record
+
+
+@pytest.mark.parametrize(
+    "field", ["context_tokens", "rollout_id", "scores.sub_em", "turns.0.step", "turns.1.response_tokens"]
+)
+def test_markup_where_a_number_belongs_is_refused_when_read_naming_the_field(tmp_path, capsys, field):
+    record = {field: _markup(field) for field in TEXT_FIELDS} | {"source": "eval", "schema": SCHEMA}
+    record |= {
+        "ground_truths": [],
+        "scores": {"sub_em": 1.0},
+        "has_box": False,
+        "context_tokens": 1,
+        "dropped_tokens": 0,
+    }
+    turn = {"kind": "memory", "step": 0, "text": "m", "cut": False, "finish_reason": "stop", "prompt_tokens": 1}
+    record["turns"] = [
+        turn | {"response_tokens": 1, "memory_tokens": 1},
+        turn | {"kind": "final", "response_tokens": 1},
+    ]
+    record["turns"][1]["memory_tokens"] = 1
+    *parents, last = field.split(".")
+    holder = record
+    for part in parents:
+        holder = holder[int(part)] if part.isdigit() else holder[part]
+    holder[last] = _markup(field)
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
-    assert view.main([str(path), "-o", str(tmp_path / "page.html")]) == 0
+    assert view.main([str(path), "-o", str(tmp_path / "page.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"r.jsonl:1: field {field}" in err
+    assert not (tmp_path / "page.html").exists()
+
+
+def test_markup_in_any_field_of_a_record_is_shown_as_text_and_never_runs(tmp_path):
+    """Records are model output and files anyone may edit: markup in every text field, and in the
+    fields that should hold numbers (a record made in memory, past the reader that refuses them: the
+    page's own guarantee, autoescaping), reads on the page as the text it is, in a real browser; no
+    script but the page's own runs, no element of it is made, and no console message appears."""
+    data = _hostile_record()
+    record = TrajectoryRecord(**{**data, "turns": [TurnRecord(**turn) for turn in data["turns"]]})
+    run = RunView("records", tmp_path / "r.jsonl", [record], {f"rollout {record.rollout_id}": [record]})
+    write_page(run, tmp_path / "page.html", ViewLimits())
 
     rendered = render(tmp_path / "page.html", tmp_path / "profile")
     assert rendered.console == []

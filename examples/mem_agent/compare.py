@@ -16,7 +16,8 @@ or scoring rules are refused unless --force, runs without a question in common a
 --paper (one run is enough) the runs are also set beside a published table
 (evaluation/paper_tables.json: MemAgent's, with their sources): the same metric per length, the
 paper's version, and each run's protocol differences.
-Exit status: 0 compared, 2 bad usage or runs that cannot be compared.
+Exit status: 0 compared, 1 an I/O failure (a full disk), 2 bad usage or runs that cannot be
+compared.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:  # the reader stopped early (| head): every file is written, the rest is unwanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's own flush is quiet
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
+        print(f"error: {error.filename or '?'}: {error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,7 +10,7 @@ Per question: each memory with the words it added and dropped since the one befo
 answer against the gold and its score; for a training run, curves over rollouts. The page is one
 file that works offline; large runs are capped (--max-items, --max-turns), failures first, and the
 page says what it left out.
-Exit status: 0 written, 2 bad usage or an unreadable run.
+Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or an unreadable run.
 """
 
 from __future__ import annotations
@@ -48,21 +48,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ids", nargs="+", default=(), metavar="ID", help="only these questions: ID, or LENGTH:ID for one length"
     )
+    parser.add_argument("--force", action="store_true", help="replace an existing file that is not a page of ours")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     choice = ViewChoice(args.only, tuple(args.lengths), tuple(args.ids))
-    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns), choice)
+    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns), choice, args.force)
     try:
         write_run_page(request)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except OSError as error:
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
         print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
-        return 2
+        return 1
     return 0
 
 

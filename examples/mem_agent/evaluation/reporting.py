@@ -24,6 +24,7 @@ from mem_agent.agent.prompt_sets import prompt_facts
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.ruler_items import ruler_name
 from mem_agent.evaluation.ruler_report import (
     HEATMAP_NAME,
@@ -32,10 +33,10 @@ from mem_agent.evaluation.ruler_report import (
     ruler_entry,
     with_earlier_entries,
 )
+from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
-SUMMARY_NAME = "summary.json"
 PLOT_NAME = "accuracy_vs_length.png"
 
 
@@ -96,12 +97,12 @@ def read_earlier_runs(output_dir: Path) -> list[dict[str, Any]] | None:
     """
     path = Path(output_dir) / SUMMARY_NAME
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = read_summary(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as error:
-        raise ReuseError(f"{path} cannot be read ({error}): move it aside, or pass --force to start over") from None
-    runs = [*document.get("earlier_runs", []), document.get("run")] if isinstance(document, dict) else []
+    except UsageError as error:
+        raise ReuseError(f"{error}: move it aside, or pass --force to start over") from None
+    runs = [*document["earlier_runs"], document["run"]]
     return [run for run in runs if isinstance(run, dict)]
 
 
@@ -235,8 +236,8 @@ def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> l
     """`reports` and those of summary.json's other lengths whose results file is still there,
     ordered by document count."""
     try:
-        earlier = json.loads((Path(output_dir) / SUMMARY_NAME).read_text(encoding="utf-8")).get("results", [])
-    except (OSError, ValueError, AttributeError):
+        earlier = read_summary(Path(output_dir) / SUMMARY_NAME)["results"]
+    except (OSError, UsageError):
         earlier = []
     labels = {report.label for report in reports}
     merged = list(reports)

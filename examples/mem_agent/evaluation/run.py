@@ -65,17 +65,27 @@ class _Run:
 
 
 def run_evaluation(request: EvalRequest, keep_trajectories: TrajectoryKeeper | None = None) -> int:
+    """0: every item completed; 1: an item failed, or a file could not be written (a full disk:
+    one line, every result written so far kept, the same command resumes); 2: a user's mistake."""
     with contextlib.ExitStack() as folder:  # the output folder's lock, held until the reports are written
         try:
             run = _prepare(request, _FolderLock(request, folder))
+            if run is None:
+                return 0
+            if not run.plan.left:
+                return _report_only(request, run)
+            return _evaluate(request, run, keep_trajectories)
         except _REFUSALS as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        if run is None:
-            return 0
-        if not run.plan.left:
-            return _report_only(request, run)
-        return _evaluate(request, run, keep_trajectories)
+        except OSError as error:
+            where = error.filename or request.output_dir
+            print(
+                f"error: {where}: {error.strerror or error}; the results written so far are kept:"
+                " run the same command again to resume",
+                file=sys.stderr,
+            )
+            return 1
 
 
 class _FolderLock:
@@ -142,9 +152,8 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
         if request.save_trajectories and keep_trajectories is not None:
             on_trajectory = keep_trajectories(run.agent, request.output_dir, run.stores, request.force)
         evaluator, seconds = asyncio.run(_evaluate_all(request, run, on_trajectory))
-    except DataFormatError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except DataFormatError as error:  # a data file that breaks mid-run
+        raise UsageError(str(error)) from None
     reports = [
         EvalFileReport(
             file.label,

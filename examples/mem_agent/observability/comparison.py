@@ -27,9 +27,10 @@ from typing import Any
 import numpy as np
 
 from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.run_folder import folder_in_use
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.reporting import SUMMARY_NAME
-from mem_agent.evaluation.results import COMPLETED, read_results
+from mem_agent.evaluation.results import COMPLETED, read_results, unique_items
+from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 from mem_agent.observability import comparison_report as report
 
 METRICS = ("sub_em", "em", "f1", "strict")
@@ -48,31 +49,28 @@ class EvalRun:
     mode: str
     facts: dict[str, Any]  # summary.json's latest run
     lengths: dict[str, dict[str, Any]]  # length label -> summary.json's result for it
-    items: dict[str, dict[str, dict[str, Any]]]  # length label -> item id -> result line (the last one)
+    items: dict[str, dict[str, dict[str, Any]]]  # length label -> item id -> result line (results.unique_items)
 
 
-def load_eval_run(path: Path, name: str | None = None) -> EvalRun:
+def load_eval_run(path: Path, name: str | None = None, notes: list[str] | None = None) -> EvalRun:
+    """The run at `path`, read by the evaluator's own readers and rule (of an item found more than
+    once, the line the report counts). UsageError: not a run, a file that fails its schema, or a
+    folder a live run holds (its summary and results would not match)."""
     summary_path = Path(path) / SUMMARY_NAME
+    busy = folder_in_use(Path(path))
+    if busy is not None:
+        raise UsageError(f"{busy}: compare it when that run has ended")
     try:
-        document = json.loads(summary_path.read_text(encoding="utf-8"))
+        document = read_summary(summary_path)
     except FileNotFoundError:
         raise UsageError(f"{path} is not an evaluation run: no {SUMMARY_NAME}") from None
-    except (OSError, ValueError) as error:
-        raise UsageError(f"{summary_path} cannot be read: {error}") from None
-    if not isinstance(document, dict):
-        raise UsageError(f"{summary_path} is not an evaluator's summary (expected an object)")
-    facts = document.get("run") or {}
-    lengths = {str(r["label"]): r for r in document.get("results", []) if isinstance(r, dict) and "label" in r}
+    facts = document["run"] or {}
+    lengths = {r["label"]: r for r in document["results"]}
     items = {}
-    for label, result in lengths.items():
+    for label in lengths:
         results_path = Path(path) / f"results_{label}.jsonl"
-        try:
-            for key in ("mean_context_tokens", *METRICS):  # what the tables and the plot read
-                float(result[key])
-            lines = read_results(results_path) if results_path.is_file() else []
-            items[label] = {str(line["id"]): line for line in lines}
-        except (ValueError, KeyError, TypeError) as error:
-            raise UsageError(f"{path}: length {label} cannot be read ({type(error).__name__}: {error})") from None
+        lines = read_results(results_path, notes) if results_path.is_file() else []
+        items[label] = {line["id"]: line for line in unique_items(lines)}
     mode = str(facts.get("mode") or (facts.get("config") or {}).get("mode") or "memagent")
     folder = Path(path).resolve().name
     default = mode if folder == mode else f"{mode}: {folder}"
@@ -205,9 +203,11 @@ class ComparisonRequest:
 def compare_runs(request: ComparisonRequest) -> None:
     """Print the per-length table, the paired table, the questions the runs disagree on and the
     settings that differ; write the numbers and the plot. UsageError: fewer than two runs, labels
-    that do not match them, a run that cannot be read, runs without a question in common, or runs
-    that cannot be compared (without `force`); nothing is written then."""
-    runs, problems = _comparable_runs(request)
+    that do not match them, a run that cannot be read or that a live run holds, runs without a
+    question in common, or runs that cannot be compared (without `force`); nothing is written then."""
+    runs, problems, notes = _comparable_runs(request)
+    for note in notes:
+        print(f"note: {note}")
     for path in unchecked_data(runs):
         print(f"note: {path}/summary.json records no data sha256 (an older run): its data was not checked")
     for problem in problems:
@@ -246,8 +246,9 @@ def compare_runs(request: ComparisonRequest) -> None:
     print(f"plot: {plot_path}  numbers: {numbers_path}")
 
 
-def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[str]]:
-    """The runs, read and named, and what differs between them (empty unless forced)."""
+def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[str], list[str]]:
+    """The runs, read and named, what differs between them (empty unless forced), and what the
+    readers skipped (lines cut by a crash)."""
     if len(request.runs) < 2:
         raise UsageError("give two or more runs to compare")
     if request.labels is not None and len(request.labels) != len(request.runs):
@@ -255,14 +256,15 @@ def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[st
     if request.resamples <= 0:
         raise UsageError(f"--resamples {request.resamples} must be a positive integer")
     labels = request.labels or [None] * len(request.runs)
-    runs = [load_eval_run(path, label) for path, label in zip(request.runs, labels, strict=True)]
+    notes: list[str] = []
+    runs = [load_eval_run(path, label, notes) for path, label in zip(request.runs, labels, strict=True)]
     runs = runs if request.labels else _named(runs)
     if unshared := report.unshared_pairs(runs):
         raise UsageError(f"no question in common: {'; '.join(unshared)}; there is nothing to pair")
     problems = comparison_problems(runs)
     if problems and not request.force:
         raise UsageError(f"runs cannot be compared: {'; '.join(problems)} (pass --force to compare anyway)")
-    return runs, problems
+    return runs, problems, notes
 
 
 def _named(runs: list[EvalRun]) -> list[EvalRun]:

@@ -213,6 +213,8 @@ def _memory_turn(turn: TurnRecord, previous: str, marks: list[str], golds: list[
     head = f"chunk {turn.step}{where} · memory {turn.memory_tokens} tokens · +{counts.added} −{counts.removed} words"
     if turn.cut:
         head += " · cut by the token limit"
+    if counts.capped:
+        head += " · changed span too large to align word by word: shown removed and added whole"
     if turn.state_reward is not None:
         head += f" · state reward {number(turn.state_reward, '+.3f')}"
     notes = [f"recall query: {turn.recall_query}"] if turn.recall_query else []

@@ -5,7 +5,8 @@ Read from `SAVE/trajectories/metrics.jsonl`, which the rollout log hook appends 
 the hook counts it for the logger. The trajectory records are not used for this: they are a
 sample drawn to hold correct and wrong trajectories alike, so their accuracy says nothing about
 the run's. A rollout logged twice (a run resumed from a checkpoint redoes the rollouts after it)
-keeps its last line.
+keeps its last line. Each line is checked (MetricsLine: the rollout id a non-negative integer,
+every figure a finite number); a line cut by a crash is skipped and named.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import orjson
+import pydantic
 
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.jsonl_lines import read_json_lines, validated
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.host_logging import METRICS_FILE
 from mem_agent.observability.train_records import TRAJECTORY_DIR
@@ -48,6 +50,28 @@ TRAIN_COLUMNS = (
 EVAL_COLUMNS = ("rollout_id", "step", "eval_set", "trajectories", "accuracy/strict", "accuracy/sub_em", "accuracy/em")
 
 
+class MetricsLine(pydantic.BaseModel):
+    """One line of metrics.jsonl as the log hook writes it; figures are the extra fields."""
+
+    model_config = pydantic.ConfigDict(extra="allow", allow_inf_nan=False)
+
+    kind: str
+    rollout_id: Annotated[int, pydantic.Field(ge=0)]
+    step: int | None = None
+    eval_set: str | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _figures_are_finite(self) -> MetricsLine:
+        for name, value in (self.model_extra or {}).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} is not a finite number")
+            if not isinstance(value, int | float | str | bool | None):
+                raise ValueError(f"{name} is a {type(value).__name__}, not a number")
+        if self.kind == "eval" and self.eval_set is None:
+            raise ValueError("an eval line names its eval_set")
+        return self
+
+
 @dataclass
 class RunMetrics:
     source: Path
@@ -70,20 +94,18 @@ def read_run(run_dir: Path) -> RunMetrics:
     path = find_metrics(Path(run_dir))
     rollouts: dict[int, dict[str, Any]] = {}
     evals: dict[tuple[int, str], dict[str, Any]] = {}
-    lines = path.read_bytes().split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            if number == len(lines):  # the last line, cut by a crash mid-write
-                break
-            raise UsageError(f"{path}:{number}: not a JSON object") from None
-        if entry.get("kind") == "rollout":
-            rollouts[int(entry["rollout_id"])] = entry
-        elif entry.get("kind") == "eval":
-            evals[(int(entry["rollout_id"]), str(entry["eval_set"]))] = entry
+    try:
+        lines = read_json_lines(path)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read: {error.strerror}") from None
+    for note in lines.notes():
+        print(f"note: {note}")
+    for number, value in lines.rows:
+        entry = validated(MetricsLine, value, f"{path}:{number}").model_dump()
+        if entry["kind"] == "rollout":
+            rollouts[entry["rollout_id"]] = entry
+        elif entry["kind"] == "eval":
+            evals[(entry["rollout_id"], entry["eval_set"])] = entry
     if not rollouts:
         raise UsageError(f"{path}: no rollout metrics yet")
     return RunMetrics(path, [rollouts[k] for k in sorted(rollouts)], [evals[k] for k in sorted(evals)])

@@ -4,27 +4,35 @@ One line per trajectory, the same layout in training (`SAVE_PATH/trajectories/`)
 (`--save-trajectories`), so one viewer and one set of tools read both. A record holds text, not
 token ids: it answers "what did it remember at chunk 5?", and stays small enough to keep (ids and
 logprobs are the trainer's business and go to the trainer). The layout is versioned by `schema`;
-readers refuse a schema they do not know rather than guess.
+readers refuse a schema they do not know rather than guess, and check every record read against
+the dataclasses below (pydantic: types, token counts non-negative, numbers finite), so a page or a
+table is only ever made from values of the declared types.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
+import pydantic
 
 from mem_agent.agent.records import Trajectory, TurnKind
 from mem_agent.agent.scoring import AnswerScores
+from mem_agent.common.jsonl_lines import LineError, field_problem, read_json_lines
+from mem_agent.common.safe_files import append_bytes
 
 SCHEMA = "mem_agent.trajectory/1"
 EXCERPT_CHARS = 600  # of a chunk's text per memory turn: a 1,000-question run of 20 chunks keeps 12 MB
+Count = Annotated[int, pydantic.Field(ge=0)]
+_CHECKED = pydantic.ConfigDict(allow_inf_nan=False)
 
 
-class RecordFormatError(ValueError):
-    """A line that is not a trajectory record of a known schema; the message names file and line."""
+class RecordFormatError(LineError):
+    """A line that is not a trajectory record of a known schema; the message names file:line and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +45,9 @@ class TurnRecord:
     text: str
     cut: bool
     finish_reason: str
-    prompt_tokens: int
-    response_tokens: int
-    memory_tokens: int  # tokens of the memory after this turn (the one the final turn answered from)
+    prompt_tokens: Count
+    response_tokens: Count
+    memory_tokens: Count  # tokens of the memory after this turn (the one the final turn answered from)
     recall_query: str | None = None  # ReMemR1: what this turn asked to recall
     recalled: str | None = None  # ReMemR1: the earlier memory the recall returned
     state_reward: float | None = None  # ReMemR1: this turn's state reward, where computed
@@ -48,6 +56,8 @@ class TurnRecord:
     chunk_end: int | None = None  # end exclusive); None where the run did not say (training rows)
     gold_in_chunk: bool | None = None  # a gold answer's words are in the chunk; None: chunk text unknown
     chunk_excerpt: str | None = None  # up to EXCERPT_CHARS of the chunk: around the gold, else its start
+
+    __pydantic_config__ = _CHECKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +71,8 @@ class TrajectoryRecord:
     answer: str
     scores: dict[str, float]  # strict, sub_em, em, f1 (empty for a trajectory that did not finish)
     has_box: bool
-    context_tokens: int
-    dropped_tokens: int
+    context_tokens: Count
+    dropped_tokens: Count
     turns: list[TurnRecord]
     rollout_id: int | None = None  # training: the rollout (step) it came from
     group_index: int | None = None  # training: the GRPO group (question) it belongs to
@@ -72,6 +82,7 @@ class TrajectoryRecord:
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
+    __pydantic_config__ = _CHECKED
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,10 +94,14 @@ class TrajectoryRecord:
         if data.get("schema") != SCHEMA:
             raise RecordFormatError(f"{where}: schema {data.get('schema')!r} is not {SCHEMA!r}")
         try:
-            turns = [TurnRecord(**turn) for turn in data["turns"]]
-            return cls(**{**data, "turns": turns})
-        except (KeyError, TypeError) as error:
-            raise RecordFormatError(f"{where}: {error}") from None
+            return _record_adapter().validate_python(data)
+        except pydantic.ValidationError as error:
+            raise RecordFormatError(f"{where}: {field_problem(error)}") from None
+
+
+@functools.cache
+def _record_adapter() -> pydantic.TypeAdapter[TrajectoryRecord]:
+    return pydantic.TypeAdapter(TrajectoryRecord)
 
 
 def record_of(
@@ -182,28 +197,16 @@ def _text_or_none(value: object) -> str | None:
 def append_records(path: Path, records: Iterable[TrajectoryRecord]) -> int:
     """Append records, one flushed line each: a crash loses at most the line being written, which
     read_records reports by file and line rather than misreading."""
-    count = 0
-    with path.open("ab") as handle:
-        for record in records:
-            handle.write(orjson.dumps(record.to_json()) + b"\n")
-            count += 1
-        handle.flush()
-    return count
+    lines = [orjson.dumps(record.to_json()) + b"\n" for record in records]
+    append_bytes(path, b"".join(lines))
+    return len(lines)
 
 
-def read_records(path: Path) -> Iterator[TrajectoryRecord]:
-    """Records of a JSON Lines file, streamed; a broken line is a RecordFormatError naming it,
-    except a cut-off last line (a writer killed mid-line), which is skipped."""
-    with path.open("rb") as handle:
-        lines = handle.read().split(b"\n")
-    last = len(lines) - 1
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            if number - 1 == last:  # no newline after it: the writer was stopped mid-line
-                return
-            raise RecordFormatError(f"{path}:{number}: not a JSON object") from None
+def read_records(path: Path, notes: list[str] | None = None) -> Iterator[TrajectoryRecord]:
+    """Records of a JSON Lines file, each checked; a bad line is a RecordFormatError naming file:line
+    and the field. A line cut by a crash is skipped and named in `notes`."""
+    lines = read_json_lines(path)
+    if notes is not None:
+        notes.extend(lines.notes())
+    for number, data in lines.rows:
         yield TrajectoryRecord.from_json(data, f"{path}:{number}")

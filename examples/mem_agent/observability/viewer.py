@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from mem_agent.observability.run_folders import RunView
 
+PAGE_MARK = b'<meta name="generator" content="mem-agent view">'  # in the head of every page we write
 PAGE_FILES = "page"  # the folder of this package that holds the template, the style and the script
 SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict")
 
@@ -163,3 +164,12 @@ def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoic
     text = render_page(run, limits, choice)
     write_text_atomic(output, text)
     return len(text.encode("utf-8")), text.count('<details class="item"')
+
+
+def is_page(path: Path) -> bool:
+    """Whether `path` is a page this viewer wrote (its mark in the first KiB): one it may replace."""
+    try:
+        with path.open("rb") as handle:
+            return PAGE_MARK in handle.read(1024)
+    except OSError:
+        return False
