@@ -46,3 +46,16 @@ def test_invalid_plans_are_refused(chunk_tokens, max_chunks):
 def test_chunk_index_out_of_range_is_an_error():
     with pytest.raises(IndexError):
         plan_chunks(np.arange(10, dtype=np.int32), chunk_tokens=5).chunk(2)
+
+
+def test_each_chunk_says_where_it_lies_in_the_document_past_the_caps_cut():
+    """100 tokens, chunks of 10, at most 3 chunks: tokens 0-14 and 85-99 are kept; the middle
+    chunk spans the cut, and the last lies where its tokens were in the document."""
+    document = np.arange(100, dtype=np.int32)
+    plan = plan_chunks(document, 10, 3)
+    assert [plan.span(i) for i in range(plan.num_chunks)] == [(0, 10), (10, 90), (90, 100)]
+    first, last = plan.span(0), plan.span(2)
+    assert (plan.chunk(0) == document[first[0] : first[1]]).all() and (
+        plan.chunk(2) == document[last[0] : last[1]]
+    ).all()
+    assert [plan_chunks(document[:25], 10).span(i) for i in range(3)] == [(0, 10), (10, 20), (20, 25)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mem_agent import compare, eval_ruler_hqa
+from mem_agent import compare, eval_ruler_hqa, view
 from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.evaluation.files import file_sha256
 from mem_agent.settings.config import MemAgentConfig
@@ -65,6 +65,42 @@ def test_a_small_window_keeps_the_documents_ends_and_loses_its_middle(tokenizer,
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["run"]["mode"] == "direct" and summary["run"]["direct"] == {"context_window": 1024}
     assert summary["run"]["data_sha256"] == {"7": file_sha256(tmp_path / "data" / "eval_7.json")}
+
+
+def test_the_share_cut_is_in_the_table_the_summary_the_page_and_compare_and_only_used_settings_are_recorded(
+    tokenizer, tmp_path, capsys
+):
+    """A direct run that cut each context: the console table, summary.json, the viewer's table and
+    compare's numbers all carry the share cut; its summary records the answer limit it used and not
+    the memory agent's chunk and memory sizes, which a memory-agent run of the same data records."""
+    assert _run(tokenizer, tmp_path, "--mode", "direct", "--context-window", "1024")[0] == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("docs"))
+    assert [cell.strip() for cell in header.split("|")][:5] == ["docs", "items", "failed", "ctx tokens", "cut"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    results = _results(tmp_path)
+    share = sum(r["dropped_tokens"] for r in results.values()) / sum(r["context_tokens"] for r in results.values())
+    assert summary["results"][0]["cut_share"] == pytest.approx(share) and 0.2 < share < 1
+    config = summary["run"]["config"]
+    assert "max_final_tokens" in config and not {"chunk_tokens", "max_memory_tokens"} & config.keys()
+    page = tmp_path / "page.html"
+    assert view.main([str(tmp_path / "out"), "-o", str(page)]) == 0
+    assert "<th>cut</th>" in page.read_text(encoding="utf-8")
+
+    direct = tmp_path / "direct"
+    (tmp_path / "out").rename(direct)
+    assert _run(tokenizer, tmp_path, "--chunk-tokens", "512", "--max-memory", "16")[0] == 0
+    memagent_config = json.loads((tmp_path / "out" / "summary.json").read_text())["run"]["config"]
+    assert (memagent_config["chunk_tokens"], memagent_config["max_memory_tokens"]) == (512, 16)
+    (tmp_path / "out").rename(tmp_path / "memagent")
+    assert compare.main([str(tmp_path / "memagent"), str(direct), "--output-dir", str(tmp_path / "cmp")]) == 0
+    numbers = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert numbers["lengths"]["direct"]["7"]["cut_share"] == pytest.approx(share)
+    assert numbers["lengths"]["memagent"]["7"]["cut_share"] == 0.0
+    differing = numbers["settings_that_differ"]
+    assert differing["mode"] == {"memagent": "memagent", "direct": "direct"}
+    assert (
+        differing["direct.context_window"]["direct"] == "1024" and differing["config.chunk_tokens"]["memagent"] == "512"
+    )
 
 
 def test_a_window_that_holds_the_document_reads_all_of_it(tokenizer, tmp_path):
@@ -182,4 +218,5 @@ def test_on_the_tiny_model_the_baseline_reads_the_models_own_window_and_lands_be
     assert (
         compare.main([str(tmp_path / "memagent"), str(tmp_path / "direct"), "--output-dir", str(tmp_path / "c")]) == 0
     )
-    assert "memagent - direct |  all |         4 |" in capsys.readouterr().out
+    pairs = json.loads((tmp_path / "c" / "compare.json").read_text())["pairs"]
+    assert [(d["length"], d["questions"]) for d in pairs] == [("10", 2), ("30", 2), ("all", 4)]

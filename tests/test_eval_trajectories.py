@@ -7,13 +7,14 @@ these tests are about what is written, not the model."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
-from mem_agent import eval_ruler_hqa
+from mem_agent import eval_ruler_hqa, view
 from mem_agent.evaluation.results import read_results
-from mem_agent.observability.trajectory_records import read_records
+from mem_agent.observability.trajectory_records import EXCERPT_CHARS, read_records
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
 
@@ -44,6 +45,48 @@ def test_each_item_gets_one_record_with_every_memory_and_the_scored_answer(insta
         assert all(turn.prompt_tokens > 0 and turn.response_tokens == 8 for turn in record.turns)
         assert all(turn.memory_tokens <= 8 and isinstance(turn.text, str) for turn in record.turns)
         assert all(turn.cut == (turn.finish_reason == "length") for turn in record.turns)
+
+
+@pytest.mark.parametrize("flag", [["--save-trajectories"], []])
+def test_the_last_lines_say_where_the_records_are_and_give_the_command_that_shows_them(
+    instant_server, data_root, tmp_path, capsys, flag
+):
+    """The printed view command, run as printed, writes the page of this run; with the flag the
+    records' files are named, without it the flag that keeps them is."""
+    assert _evaluate(instant_server, data_root, tmp_path / "out", *flag) == 0
+    lines = capsys.readouterr().out.splitlines()
+    line = next(line for line in reversed(lines) if "mem_agent.view" in line)
+    assert ("trajectories_*.jsonl" in line) == bool(flag) and ("--save-trajectories" in line) != bool(flag)
+    command = shlex.split(line[line.index("python -m mem_agent.view") :].split(" (add")[0])
+    assert command[:3] == ["python", "-m", "mem_agent.view"]
+    assert view.main(command[3:]) == 0
+    page = (tmp_path / "out" / "view.html").read_text(encoding="utf-8")
+    assert page.count('<details class="item"') == 3 and ('<div class="memory">' in page) == bool(flag)
+
+
+def test_each_memory_keeps_where_its_chunk_lies_and_the_page_marks_the_chunk_holding_the_gold(
+    instant_server, data_root, tmp_path
+):
+    """Chunks of 256 tokens tile the document in order; a memory turn whose chunk holds a gold answer
+    keeps that, with a bounded excerpt around it, and the page marks the gold in it."""
+    assert _evaluate(instant_server, data_root, tmp_path, "--save-trajectories") == 0
+    records = list(read_records(tmp_path / "trajectories_6.jsonl"))
+    for record in records:
+        memories = [turn for turn in record.turns if turn.kind == "memory"]
+        spans = [(turn.chunk_start, turn.chunk_end) for turn in memories]
+        assert spans == [(256 * i, min(256 * (i + 1), record.context_tokens)) for i in range(len(memories))]
+        assert all(len(turn.chunk_excerpt) <= EXCERPT_CHARS for turn in memories)
+        for turn in memories:
+            holds = any(gold.casefold() in turn.chunk_excerpt.casefold() for gold in record.ground_truths)
+            assert turn.gold_in_chunk == holds
+    marked = sum(turn.gold_in_chunk for record in records for turn in record.turns if turn.kind == "memory")
+    items = json.loads((data_root / "eval_6.json").read_text())
+    in_document = {str(i["index"]) for i in items if any(a.casefold() in i["context"].casefold() for a in i["answers"])}
+    assert {r.item_id for r in records if any(t.gold_in_chunk for t in r.turns)} == in_document != set()
+    page = tmp_path / "page.html"
+    assert view.main([str(tmp_path), "-o", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.count('class="gold-mark chunk"') == marked and text.count("<mark>") == marked
 
 
 def test_without_the_flag_no_record_is_written(instant_server, data_root, tmp_path):

@@ -14,15 +14,9 @@ import pytest
 from PIL import Image
 
 from mem_agent import train_summary
-from mem_agent.host.clients import close_clients
-from support.hook_bench import bench_args, right_for_even_seeds, run_async, small_agent
-from support.host.data_source import DataSource
-from support.host.eval_loop import eval_rollout_single_dataset
-from support.host.metrics import log_eval_rollout_data
-from support.host.rollout_loop import RolloutState
-from support.host.step import run_step
-from support.scripted_engine import scripted_engine
+from mem_agent.observability.training_curves import read_run, summary_figure
 from support.trainer_rows import trainer_rows
+from support.training_folder import hooked_training_run
 
 pytestmark = pytest.mark.usefixtures("fresh_settings")
 N = 4
@@ -34,12 +28,7 @@ def rows(synthetic_rows) -> list[dict]:
 
 
 def _train(tokenizer, rows, save: Path, rollout_ids) -> None:
-    with small_agent(), scripted_engine(tokenizer, right_for_even_seeds(rows)) as engine:
-        args = bench_args(engine.url, n=N, rollout_batch_size=len(rows), global_batch_size=N, save=str(save))
-        for rollout_id in rollout_ids:
-            run_step(args, DataSource(rows, N), closers=(close_clients,), rollout_id=rollout_id)
-        data = run_async(lambda: eval_rollout_single_dataset(RolloutState.for_args(args), "hqa", rows))
-        log_eval_rollout_data(rollout_ids[-1], args, data, None)
+    hooked_training_run(tokenizer, rows, save, rollout_ids, n=N)
 
 
 def test_the_summary_has_one_row_per_rollout_with_the_logged_reward_and_accuracy(tokenizer, rows, tmp_path, capsys):
@@ -71,3 +60,20 @@ def test_a_line_cut_by_a_crash_is_skipped_and_a_run_without_metrics_is_a_one_lin
     assert train_summary.main([str(tmp_path / "nowhere")]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: ") and error.count("\n") == 1 and "--save" in error
+
+
+def test_a_one_rollout_run_draws_its_points_with_markers_and_a_band_within_the_rewards_range(tokenizer, rows, tmp_path):
+    """Rewards are 0/1 with mean 0.5 and std 0.5: the +-1 std band stays in [0, 1], and the single
+    rollout is drawn as visible points (a marker on every line), as the PNG shows."""
+    _train(tokenizer, rows, tmp_path, [0])
+    run = read_run(tmp_path)
+    figure = summary_figure(run)
+    reward_axes, accuracy_axes = figure.axes
+    lines = [*reward_axes.get_lines(), *accuracy_axes.get_lines()]
+    assert lines and all(line.get_marker() not in (None, "None", "") for line in lines)
+    band = reward_axes.collections[0].get_paths()[0].vertices[:, 1]  # one point: a bar from 0 to 1
+    assert band.min() == 0.0 and band.max() == 1.0
+    assert all(tick == int(tick) for tick in accuracy_axes.get_xticks())  # rollouts are whole numbers
+    assert train_summary.main([str(tmp_path)]) == 0
+    with Image.open(tmp_path / "trajectories" / "train_summary.png") as image:
+        assert image.format == "PNG"

@@ -11,6 +11,7 @@ import pytest
 
 from mem_agent.agent.records import Completion, FinishReason, Trajectory, TrajectoryStatus, Turn, TurnKind
 from mem_agent.agent.scoring import score_answer
+from mem_agent.common.jsonl_lines import LineError
 from mem_agent.observability.trajectory_records import (
     SCHEMA,
     RecordFormatError,
@@ -82,8 +83,31 @@ def test_records_read_back_as_written_and_a_cut_last_line_is_skipped(tmp_path: P
 def test_a_broken_line_inside_the_file_names_file_and_line(tmp_path: Path):
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"{not json\n\n")
-    with pytest.raises(RecordFormatError, match=r"t\.jsonl:1: not a JSON object"):
+    with pytest.raises(LineError, match=r"t\.jsonl:1\b"):
         list(read_records(path))
+
+
+def test_an_append_after_a_cut_line_starts_on_a_new_line_and_the_cut_line_is_named(tmp_path: Path):
+    """A resumed writer appends after the line its killed predecessor cut: both complete records read
+    back, and the reader names the cut line it skipped."""
+    record = record_of(
+        _trajectory(),
+        _decode,
+        source="eval",
+        item_id="0",
+        question="q",
+        ground_truths=["a"],
+        mode="memagent",
+        scores=None,
+    )
+    path = tmp_path / "t.jsonl"
+    append_records(path, [record])
+    with path.open("ab") as handle:
+        handle.write(b'{"schema": "mem_agent.traj')  # a writer killed mid-line
+    append_records(path, [record])
+    notes: list[str] = []
+    assert list(read_records(path, notes)) == [record, record]
+    assert len(notes) == 1 and f"{path}:2" in notes[0]
 
 
 def test_an_unknown_schema_is_refused_rather_than_guessed():

@@ -6,18 +6,24 @@
     python -m mem_agent.compare runs/memagent --paper memagent-v1-ruler-hqa:RL-MemAgent-7B
 
 Each RUN is an evaluator output folder (summary.json and results_<N>.jsonl). Prints a table of the
-metric per length for every run, then for each pair of runs the mean per-question difference on
-the questions both answered, with a 95% bootstrap interval; writes the plot and the numbers to
---output-dir. Runs over different data (an eval file's sha256) or scoring rules are refused
-unless --force. With --paper (one run is enough) the runs are also set beside a published table
+metric and the items per length for every run (and the share of context a direct run cut), then
+for each pair of runs the mean per-question difference on the questions both answered, with a
+95% bootstrap interval, each run's mean on those questions and its own full-set figure; then the
+settings that differ and, per pair, the questions one run got right and the other not, with the
+`view` command that opens them. Writes the plot and the numbers to --output-dir. Warns when the
+question sets differ or a folder is given twice. Runs over different data (an eval file's sha256)
+or scoring rules are refused unless --force, runs without a question in common always. With
+--paper (one run is enough) the runs are also set beside a published table
 (evaluation/paper_tables.json: MemAgent's, with their sources): the same metric per length, the
-paper's version, and each run's protocol differences. Exit status: 0 compared, 2 bad usage or
-runs that cannot be compared.
+paper's version, and each run's protocol differences.
+Exit status: 0 compared, 1 an I/O failure (a full disk), 2 bad usage or runs that cannot be
+compared.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,9 +71,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         compare_with_papers(request, args.paper)
+        sys.stdout.flush()
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader stopped early (| head): every file is written, the rest is unwanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's own flush is quiet
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
+        print(f"error: {error.filename or '?'}: {error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

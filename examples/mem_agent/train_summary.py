@@ -6,7 +6,7 @@ SAVE_PATH is the trainer's --save folder (the launch script's SAVE_PATH): the ro
 (mem_agent.rollout_log) appends every rollout's metrics to SAVE_PATH/trajectories/metrics.jsonl.
 Writes train_summary.csv (one row per rollout), eval_summary.csv (one row per evaluation and eval
 set, when the run evaluated) and train_summary.png. Safe to run while training goes on.
-Exit status: 0 written, 2 bad usage or no metrics yet.
+Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or no metrics yet.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
+        print(f"error: {error.filename or '?'}: {error.strerror or error}", file=sys.stderr)
+        return 1
     return 0
 
 

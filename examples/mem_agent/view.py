@@ -3,11 +3,14 @@
     python -m mem_agent.view runs/eval -o eval.html                 # an evaluation folder
     python -m mem_agent.view $SAVE_PATH -o train.html               # a training run (trajectories/)
     python -m mem_agent.view runs/eval/trajectories_50.jsonl -o q.html
+    python -m mem_agent.view runs/eval --only wrong --lengths 200   # the wrong answers at 200 docs
+    python -m mem_agent.view runs/eval --ids 50:3 50:17             # questions 3 and 17 at 50 docs
 
 Per question: each memory with the words it added and dropped since the one before, the final
 answer against the gold and its score; for a training run, curves over rollouts. The page is one
-file that works offline; large runs are capped (--max-items, --max-turns) and the page says so.
-Exit status: 0 written, 2 bad usage or an unreadable run.
+file that works offline; large runs are capped (--max-items, --max-turns), failures first, and the
+page says what it left out.
+Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or an unreadable run.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
+from mem_agent.observability.page_selection import OUTCOMES, ViewChoice
 from mem_agent.observability.run_page import PageRequest, write_run_page
 from mem_agent.observability.viewer import ViewLimits
 
@@ -39,20 +43,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=defaults.max_turns,
         help="memory turns shown per question, the first and last halves (default: %(default)s)",
     )
+    parser.add_argument("--only", choices=OUTCOMES, default=None, help="only the questions with this outcome")
+    parser.add_argument("--lengths", nargs="+", default=(), metavar="N", help="only these lengths (an evaluation)")
+    parser.add_argument(
+        "--ids", nargs="+", default=(), metavar="ID", help="only these questions: ID, or LENGTH:ID for one length"
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing file that is not a page of ours")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns))
+    choice = ViewChoice(args.only, tuple(args.lengths), tuple(args.ids))
+    request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns), choice, args.force)
     try:
         write_run_page(request)
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except OSError as error:
+    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
         print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
-        return 2
+        return 1
     return 0
 
 

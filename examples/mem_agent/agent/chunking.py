@@ -40,6 +40,23 @@ class ChunkPlan:
         start = index * self.chunk_tokens
         return self.tokens[start : start + self.chunk_tokens]
 
+    def span(self, index: int) -> tuple[int, int]:
+        """Where chunk `index` lies in the whole document, in tokens (start, end exclusive): past the
+        cap's cut, the kept tail's positions are shifted by what was dropped. A chunk across the
+        cut spans the dropped middle too."""
+        chunk = self.chunk(index)
+        start = index * self.chunk_tokens
+        head = self._head()
+        last = start + int(chunk.shape[0]) - 1
+        return self._document_position(start, head), self._document_position(last, head) + 1
+
+    def _head(self) -> int:
+        """Kept tokens before the cut (plan_chunks keeps cap // 2 from the start); all without one."""
+        return (int(self.tokens.shape[0]) // 2) if self.dropped_tokens else int(self.tokens.shape[0])
+
+    def _document_position(self, kept: int, head: int) -> int:
+        return kept if kept < head else kept + self.dropped_tokens
+
 
 def plan_chunks(context_ids: TokenIds, chunk_tokens: int, max_chunks: int = 0) -> ChunkPlan:
     if chunk_tokens <= 0:

@@ -174,6 +174,8 @@ class MemoryAgent:
             remaining = plan.num_chunks - step + 1
             completion = await generate(prompt, self.config.max_memory_tokens, sampling, priority=remaining)
             extras = planner.after_memory_turn(step, self.prompts.memory(completion.token_ids), completion)
+            start, end = plan.span(step)  # where the chunk lies in the document, for the records
+            extras = {**extras, "chunk_start": start, "chunk_end": end}
             recorder.add(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory_ids, extras))
             if completion.finish_reason is FinishReason.ABORT:
                 trajectory.status = TrajectoryStatus.ABORTED

@@ -1,5 +1,9 @@
 """Outputs stay inside the folder they were given: a name never leads out of it.
 
+An output given by path (`view -o`) never replaces what a command reads: a path that is one of
+its inputs, or that names a run folder's data (results, records, summaries, metrics, the lock),
+is refused, and an existing file is replaced only when the command made it (or with --force).
+
 A run's outputs go to one folder (OUTPUT_ROOT/SAVE_FILE, --output-dir, --out-dir); the names
 inside it come from labels and settings. A name that is absolute, holds `..` or a separator, or
 starts with a dot would put files elsewhere (or hide them), so every writer resolves its path
@@ -8,6 +12,8 @@ through `inside` and refuses one that leaves its folder.
 
 from __future__ import annotations
 
+import fnmatch
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from mem_agent.common.usage import UsageError
@@ -33,3 +39,30 @@ def inside(folder: Path, name: str) -> Path:
     if problem is not None:
         raise UsageError(f"output name {name!r} {problem}")
     return target
+
+
+RUN_DATA = (
+    "results_*.jsonl",
+    "trajectories_*.jsonl",
+    "rollout_*.jsonl",
+    "metrics.jsonl",
+    "summary.json",
+    "eval_*.json",
+    ".run.lock",
+)  # the names of what a run folder holds as data: never an output given by path
+
+
+def check_output_path(
+    output: Path, inputs: Iterable[Path], *, flag: str, ours: Callable[[Path], bool], force: bool
+) -> None:
+    """UsageError when writing `output` would replace an input, a run folder's data, or an existing
+    file that `ours` does not recognise as this command's (unless `force`)."""
+    output = Path(output)
+    resolved = output.resolve()
+    for source in inputs:
+        if resolved == Path(source).resolve():
+            raise UsageError(f"{flag} {output} is the input it reads: choose another file")
+    if any(fnmatch.fnmatchcase(output.name, pattern) for pattern in RUN_DATA):
+        raise UsageError(f"{flag} {output} is a run folder's data file: choose another name")
+    if output.is_file() and not output.is_symlink() and not force and not ours(output):
+        raise UsageError(f"{flag} {output} exists and was not written by this command: pass --force to replace it")

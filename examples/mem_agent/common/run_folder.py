@@ -6,7 +6,8 @@ the folder's `.run.lock` and keeps it for its whole life. The kernel drops the l
 descriptor of it is closed, which happens when the holder exits however it exits (`kill -9`
 included), so a lock is never stale: the file may stay, but without a live holder it locks
 nothing. The holder writes its PID, start time and command into the file so that a refused run
-can say whom it waits for.
+can say whom it waits for. The lock file is opened without following links: a `.run.lock` that
+is a symbolic link is refused in one line, and the file it points to is never touched.
 
 A lock belongs to an open file description, not to a process: a child that inherits the
 descriptor shares it. run-eval.sh's launch (launch/eval_run.py) takes the lock through a descriptor
@@ -26,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from mem_agent.common.safe_files import open_no_follow
 from mem_agent.common.usage import UsageError
 
 LOCK_NAME = ".run.lock"
@@ -52,7 +54,7 @@ def lock_run_folder(folder: Path, *, command: str, instead: str = "choose anothe
         yield  # the parent's lock: never unlocked here, the parent releases it
         return
     Path(folder).mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(lock_path(folder), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    descriptor = open_no_follow(lock_path(folder), os.O_RDWR | os.O_CREAT)
     try:
         _lock_or_refuse(descriptor, folder, instead)
         write_holder(descriptor, os.getpid(), command)
@@ -116,14 +118,36 @@ def _lock_or_refuse(descriptor: int, folder: Path, instead: str) -> None:
         raise RunFolderBusy(_busy_message(folder, read_holder(folder), instead)) from None
 
 
+def folder_in_use(folder: Path) -> str | None:
+    """Who holds `folder` now ("FOLDER is in use by another run: pid ..."), or None when no live run
+    does: for readers that must not mix a live run's old and new files. The lock is only tested
+    (a shared flock, dropped at once), never kept, and never opened through a link."""
+    try:
+        descriptor = open_no_follow(lock_path(folder), os.O_RDONLY)
+    except (FileNotFoundError, NotADirectoryError, UsageError):
+        return None  # no lock file: no run ever held it; a link: no run of ours holds it
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder_text(folder, read_holder(folder))
+    finally:
+        os.close(descriptor)
+    return None
+
+
+def _holder_text(folder: Path, holder: dict[str, Any] | None) -> str:
+    if holder is None:
+        return f"{folder} is in use by another run (its details are not written yet)"
+    return (
+        f"{folder} is in use by another run: pid {holder['pid']} ({holder.get('command', '?')}), started"
+        f" {holder.get('started', '?')}"
+    )
+
+
 def _busy_message(folder: Path, holder: dict[str, Any] | None, instead: str) -> str:
     if holder is None:
-        return f"{folder} is in use by another run (its details are not written yet): wait for it to end, or {instead}"
-    pid = holder["pid"]
-    return (
-        f"{folder} is in use by another run: pid {pid} ({holder.get('command', '?')}), started"
-        f" {holder.get('started', '?')}; wait for it to end, stop it (kill {pid}), or {instead}"
-    )
+        return f"{_holder_text(folder, holder)}: wait for it to end, or {instead}"
+    return f"{_holder_text(folder, holder)}; wait for it to end, stop it (kill {holder['pid']}), or {instead}"
 
 
 def _inherited_descriptor(folder: Path) -> int | None:

@@ -36,7 +36,12 @@ TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 # of ids. RULER-HQA up to 6400 documents (~900K tokens) stays in memory: no disk traffic there.
 SPILL_ABOVE_TOKENS = 1 << 20
 
-OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores], None]
+# What sees each trajectory: its file, item, trajectory, scores and the document's token ids.
+OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores, TokenIds], None]
+
+
+class _WriteFailed(Exception):
+    """A record that could not be written: the run stops (an item is never recorded as failed for it)."""
 
 
 class Evaluator:
@@ -136,7 +141,12 @@ class Evaluator:
             if self.agent.config.mode is AgentMode.REMEMR1:
                 record.update(recall_stats(trajectory.turns, item.answers))
             if self.on_trajectory is not None:  # before the result line, so a record never outlives its result
-                self.on_trajectory(file, item, trajectory, scores)
+                try:
+                    self.on_trajectory(file, item, trajectory, scores, context_ids)
+                except OSError as error:
+                    raise _WriteFailed from error
+        except _WriteFailed as failed:
+            raise failed.__cause__ from None  # a file that cannot be written (a full disk) stops the run
         except Exception as error:  # a bug must not lose the rest of the run: record it, count it
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)

@@ -19,10 +19,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.agent.prompt_sets import prompt_facts
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.ruler_items import ruler_name
 from mem_agent.evaluation.ruler_report import (
     HEATMAP_NAME,
@@ -31,10 +33,10 @@ from mem_agent.evaluation.ruler_report import (
     ruler_entry,
     with_earlier_entries,
 )
+from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
-SUMMARY_NAME = "summary.json"
 PLOT_NAME = "accuracy_vs_length.png"
 
 
@@ -46,13 +48,17 @@ class EvalFileReport:
 
 
 def format_table(reports: Sequence[EvalFileReport]) -> str:
-    header = ["docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict"]
+    """The per-length table; a run that cut its contexts (the direct baseline's window) gets a
+    column with the share of the context's tokens it cut, so a cut context never reads as read."""
+    cutting = any(report.summary.get("cut_share") for report in reports)
+    header = ["docs", "items", "failed", "ctx tokens", *(["cut"] if cutting else []), "sub_em", "em", "f1", "strict"]
     rows = [
         [
             report.label,
             str(report.summary["items"]),
             str(report.summary["failed"] + report.summary["missing"]),
             f"{report.summary['mean_context_tokens']:,.0f}",
+            *([cut_label(report.summary.get("cut_share", 0.0))] if cutting else []),
             *(f"{report.summary[metric]:.1f}" for metric in ("sub_em", "em", "f1", "strict")),
         ]
         for report in reports
@@ -61,6 +67,13 @@ def format_table(reports: Sequence[EvalFileReport]) -> str:
     lines = [" | ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
     lines.insert(1, "-+-".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def cut_label(share: float) -> str:
+    """The share of a context cut, as tables show it: 57%, <1% for a sliver, 0% for none."""
+    if not share:
+        return "0%"
+    return "<1%" if share < 0.005 else f"{100 * share:.0f}%"
 
 
 # Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
@@ -84,24 +97,39 @@ def read_earlier_runs(output_dir: Path) -> list[dict[str, Any]] | None:
     """
     path = Path(output_dir) / SUMMARY_NAME
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = read_summary(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as error:
-        raise ReuseError(f"{path} cannot be read ({error}): move it aside, or pass --force to start over") from None
-    runs = [*document.get("earlier_runs", []), document.get("run")] if isinstance(document, dict) else []
+    except UsageError as error:
+        raise ReuseError(f"{error}: move it aside, or pass --force to start over") from None
+    runs = [*document["earlier_runs"], document["run"]]
     return [run for run in runs if isinstance(run, dict)]
 
 
+# The answer-shaping settings the long-context baseline reads (agent/direct_reading.py: the answer's
+# token limit and thinking; scoring: the reporting rules); the memory agent's others are not used.
+DIRECT_SETTINGS = frozenset({"max_final_tokens", "thinking", "fold_unicode", "sub_em_guard"})
+
+
+def recorded_settings(config: MemAgentConfig, mode: str) -> dict[str, Any]:
+    """The settings a run of `mode` used: every one for the memory agent; for `direct`, of the
+    answer-shaping ones only DIRECT_SETTINGS (a chunk size or a memory limit it never read would
+    read as if used)."""
+    recorded = config.recorded()
+    if mode != DIRECT_MODE:
+        return recorded
+    return {k: v for k, v in recorded.items() if k in DIRECT_SETTINGS or k not in ANSWER_SHAPING_FIELDS}
+
+
 def settings_facts(
-    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, prompts: dict[str, Any]
+    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, prompts: dict[str, Any], mode: str = ""
 ) -> dict[str, Any]:
     """What shapes the answers, as typed JSON values (enums by the names the settings use); every
-    setting is recorded, and `reuse_problems` compares those that shape answers. `prompts` are the
-    facts of the prompts the run uses (built-in, or the template file's path, sha256 and source,
-    from the read that built them)."""
+    setting the mode used is recorded, and `reuse_problems` compares those that shape answers.
+    `prompts` are the facts of the prompts the run uses (built-in, or the template file's path,
+    sha256 and source, from the read that built them)."""
     return {
-        "config": config.recorded(),
+        "config": recorded_settings(config, mode),
         "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
         "sampling": asdict(sampling),
         "tokenizer": _tokenizer_fact(tokenizer),
@@ -114,11 +142,13 @@ def _tokenizer_fact(tokenizer: str) -> str:
     return tokenizer if tokenizer == BUNDLED_QWEN3 else str(Path(tokenizer).expanduser().resolve())
 
 
-def facts_known_without_a_server(tokenizer: str, config: MemAgentConfig, sampling: SamplingParams) -> dict[str, Any]:
+def facts_known_without_a_server(
+    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, mode: str = ""
+) -> dict[str, Any]:
     """The answer-shaping facts the evaluator's `--check` knows before the data, the model and the
     server exist: all but the data's item counts. The tokenizer is left out when it is the bundled
     fallback, since the local stack sets MEM_MODEL_PATH (the real run's --tokenizer) only when it starts."""
-    facts = settings_facts(tokenizer, config, sampling, prompt_facts(config))
+    facts = settings_facts(tokenizer, config, sampling, prompt_facts(config), mode)
     if tokenizer == BUNDLED_QWEN3:
         del facts["tokenizer"]
     return facts
@@ -206,8 +236,8 @@ def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> l
     """`reports` and those of summary.json's other lengths whose results file is still there,
     ordered by document count."""
     try:
-        earlier = json.loads((Path(output_dir) / SUMMARY_NAME).read_text(encoding="utf-8")).get("results", [])
-    except (OSError, ValueError, AttributeError):
+        earlier = read_summary(Path(output_dir) / SUMMARY_NAME)["results"]
+    except (OSError, UsageError):
         earlier = []
     labels = {report.label for report in reports}
     merged = list(reports)
@@ -222,18 +252,21 @@ def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> l
 
 
 def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
-    """sub_em against mean context tokens on a log axis, each point labelled with its doc count."""
+    """sub_em against mean context tokens on a log axis, each point labelled with its doc count and,
+    where the run cut its contexts, the share cut."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     points = sorted((r.summary["mean_context_tokens"], r.summary["sub_em"], r.label) for r in reports)
+    cuts = {r.label: float(r.summary.get("cut_share") or 0.0) for r in reports}
     figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     xs = [max(x, 1.0) for x, _, _ in points]
     axes.plot(xs, [y for _, y, _ in points], marker="o", color="#1f6feb")
     for x, (_, y, label) in zip(xs, points, strict=True):
-        axes.annotate(f"{label} docs", (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+        note = f"{label} docs" + (f", {cut_label(cuts[label])} cut" if cuts[label] else "")
+        axes.annotate(note, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     axes.set_xscale("log")
     axes.set_xticks(xs, [tokens_label(x) for x in xs])
     axes.minorticks_off()

@@ -13,13 +13,16 @@ counts each item id once, whatever the file holds.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import pydantic
 
 from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.jsonl_lines import read_json_lines, validated
+from mem_agent.common.safe_files import append_bytes
 
 COMPLETED = "completed"
 
@@ -73,12 +76,11 @@ class ResultStore:
             self.report.repaired_partial_line = True
         kept: dict[str, dict[str, Any]] = {}
         for line in raw.splitlines():
-            try:
-                record = json.loads(line)
-                item_id = str(record["id"])
-            except (ValueError, KeyError, TypeError):
+            record = _checked(line)
+            if record is None:
                 self.report.dropped_invalid += 1
                 continue
+            item_id = record["id"]
             if record.get("status") != COMPLETED:
                 self.report.dropped_failed += 1
             elif item_id in kept:
@@ -89,10 +91,7 @@ class ResultStore:
         return list(kept.values())
 
     def append(self, record: dict[str, Any]) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(_line(record))
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_bytes(self.path, _line(record).encode("utf-8"), sync=True)
         if record.get("status") == COMPLETED:
             self.done.add(str(record["id"]))
 
@@ -101,19 +100,50 @@ def _line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """Every complete line of a results file (a partial last line is ignored)."""
+Share = Annotated[float, pydantic.Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+Count = Annotated[int, pydantic.Field(ge=0)]
+
+
+class ResultLine(pydantic.BaseModel):
+    """What a results line must hold to be read: an id and a status; every score a finite share in
+    [0, 1], every token count a non-negative integer, every text a string. Other fields pass."""
+
+    model_config = pydantic.ConfigDict(extra="allow", allow_inf_nan=False)
+
+    id: Annotated[str, pydantic.BeforeValidator(lambda v: str(v) if type(v) is int else v)]
+    status: str
+    question: str | None = None
+    answer: str | None = None
+    answers: list[str] | None = None
+    prediction: str | None = None
+    error: str | None = None
+    sub_em: Share | None = None
+    em: Share | None = None
+    f1: Share | None = None
+    strict: Share | None = None
+    recall_share: Share | None = None
+    recall_hit_rate: Share | None = None
+    context_tokens: Count | None = None
+    dropped_tokens: Count | None = None
+
+
+def read_results(path: Path, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every line of a results file, each checked against ResultLine (LineError naming file:line
+    and the field on a bad one); a line cut by a crash is skipped and named in `notes`."""
+    lines = read_json_lines(path)
     records = []
-    with Path(path).open(encoding="utf-8") as handle:
-        for line in handle:
-            if line.endswith("\n"):
-                records.append(json.loads(line))
+    for number, value in lines.rows:
+        checked = validated(ResultLine, value, f"{path}:{number}")
+        records.append(value | {"id": checked.id})  # the line as written, its id as text
+    if notes is not None:
+        notes.extend(lines.notes())
     return records
 
 
 def unique_items(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per item id, in first-seen order: its first completed line, else its last failed one
-    (the store's own rule for what a rerun keeps, so a report and a resume agree)."""
+    (the store's own rule for what a rerun keeps, so a report and a resume agree). The one rule for
+    which line of a repeated id counts: the report, compare and the viewer all read results by it."""
     chosen: dict[str, dict[str, Any]] = {}
     for record in records:
         item_id = str(record.get("id"))
@@ -142,6 +172,9 @@ def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) ->
             summary[metric] = sum(values) / len(values)
     tokens = [int(r["context_tokens"]) for r in records if "context_tokens" in r]
     summary["mean_context_tokens"] = sum(tokens) / len(tokens) if tokens else 0.0
+    dropped = [int(r.get("dropped_tokens") or 0) for r in records if "context_tokens" in r]
+    summary["mean_dropped_tokens"] = sum(dropped) / len(dropped) if dropped else 0.0
+    summary["cut_share"] = sum(dropped) / sum(tokens) if sum(tokens) else 0.0  # the direct baseline's cut
     return summary
 
 
@@ -154,10 +187,16 @@ def completed_ids(path: Path) -> set[str]:
         return set()
     done = set()
     for line in raw.splitlines(keepends=True):
-        try:
-            record = json.loads(line)
-            if line.endswith(b"\n") and record.get("status") == COMPLETED:
-                done.add(str(record["id"]))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
+        record = _checked(line) if line.endswith(b"\n") else None
+        if record is not None and record["status"] == COMPLETED:
+            done.add(record["id"])
     return done
+
+
+def _checked(line: bytes) -> dict[str, Any] | None:
+    """A results line as ResultLine reads it, or None for one it refuses (what a resume drops)."""
+    try:
+        checked = ResultLine.model_validate_json(line)
+    except pydantic.ValidationError:
+        return None
+    return json.loads(line) | {"id": checked.id}  # the line as written (a rewrite keeps its bytes)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import sys
 import time
 from collections import Counter
@@ -64,17 +65,27 @@ class _Run:
 
 
 def run_evaluation(request: EvalRequest, keep_trajectories: TrajectoryKeeper | None = None) -> int:
+    """0: every item completed; 1: an item failed, or a file could not be written (a full disk:
+    one line, every result written so far kept, the same command resumes); 2: a user's mistake."""
     with contextlib.ExitStack() as folder:  # the output folder's lock, held until the reports are written
         try:
             run = _prepare(request, _FolderLock(request, folder))
+            if run is None:
+                return 0
+            if not run.plan.left:
+                return _report_only(request, run)
+            return _evaluate(request, run, keep_trajectories)
         except _REFUSALS as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        if run is None:
-            return 0
-        if not run.plan.left:
-            return _report_only(request, run)
-        return _evaluate(request, run, keep_trajectories)
+        except OSError as error:
+            where = error.filename or request.output_dir
+            print(
+                f"error: {where}: {error.strerror or error}; the results written so far are kept:"
+                " run the same command again to resume",
+                file=sys.stderr,
+            )
+            return 1
 
 
 class _FolderLock:
@@ -110,7 +121,7 @@ def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
         agent = build_agent(request.tokenizer, settings.config)
     reach_servers(servers)
     lock.take()
-    facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts)
+    facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts, settings.mode)
     facts |= mode_facts(request, settings.mode, agent) | {
         key: plan.facts[key] for key in ("data", "data_sha256", "corpus_sha256") if key in plan.facts
     }
@@ -141,9 +152,8 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
         if request.save_trajectories and keep_trajectories is not None:
             on_trajectory = keep_trajectories(run.agent, request.output_dir, run.stores, request.force)
         evaluator, seconds = asyncio.run(_evaluate_all(request, run, on_trajectory))
-    except DataFormatError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except DataFormatError as error:  # a data file that breaks mid-run
+        raise UsageError(str(error)) from None
     reports = [
         EvalFileReport(
             file.label,
@@ -157,6 +167,7 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
     earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds)]
     plot, keep_other_labels = not request.no_plot, not request.force
     write_reports(reports, request.output_dir, earlier_runs, plot=plot, keep_other_labels=keep_other_labels)
+    _point_to_views(request)
     _explain_failures(evaluator.reasons, list(evaluator.failed_files))
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
 
@@ -187,6 +198,16 @@ def _report_only(request: EvalRequest, run: _Run) -> int:
     print(f"nothing new to run: all {total} results come from earlier runs, which summary.json describes")
     write_reports(reports, request.output_dir, run.earlier_runs, plot=not request.no_plot, keep_other_labels=True)
     return 0
+
+
+def _point_to_views(request: EvalRequest) -> None:
+    """Where the trajectory records are (or how to keep them), and the command that shows the run."""
+    page = shlex.quote(str(request.output_dir / "view.html"))
+    command = f"{program_name('mem_agent.view')} {shlex.quote(str(request.output_dir))} -o {page}"
+    if request.save_trajectories:
+        print(f"trajectories: {request.output_dir / 'trajectories_*.jsonl'}; to view them: {command}")
+    else:
+        print(f"to view the answers: {command} (add --save-trajectories to keep every memory)")
 
 
 def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:

@@ -81,7 +81,7 @@ def check_data(
     for file, ids in item_ids.items():
         done = set() if request.force else completed_ids(request.output_dir / file.results_name)
         left += sum(item_id not in done for item_id in ids[: expected[file]])
-    facts = facts_known_without_a_server(request.tokenizer, settings.config, settings.sampling)
+    facts = facts_known_without_a_server(request.tokenizer, settings.config, settings.sampling, settings.mode)
     facts |= mode_facts(request, settings.mode)
     facts["data"] = {file.label: len(ids) for file, ids in item_ids.items()}
     facts["data_sha256"] = {file.label: file_sha256(file.path) for file in present}  # what compare checks runs by

@@ -22,8 +22,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mem_agent.common.run_folder import LOCK_FD_ENV, RunFolderBusy, hold_descriptor, lock_path
-from mem_agent.common.usage import split_command
+from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
+from mem_agent.common.safe_files import open_no_follow
+from mem_agent.common.usage import UsageError, split_command
 from mem_agent.launch.serving import CPU_STACK, GpuLayout, Group
 from mem_agent.serving.processes import ManagedProcess, ServerStartError
 
@@ -179,7 +180,7 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     try:
         launch.lock = (_hold_run_folder(Path(args.run_dir)),)
         return launch.execute()
-    except RunFolderBusy as error:
+    except UsageError as error:  # a held folder, a lock that is a link
         print(f"error: {error}", file=sys.stderr)
         return 2
     except ServerStartError as error:
@@ -195,7 +196,7 @@ def _hold_run_folder(folder: Path) -> int:
     """The run folder's lock, through a descriptor this process keeps for its life and passes to the
     evaluator, which runs under it (run_folder.LOCK_FD_ENV) instead of refusing itself."""
     folder.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(lock_path(folder), os.O_RDWR | os.O_CREAT, 0o666)
+    descriptor = open_no_follow(lock_path(folder), os.O_RDWR | os.O_CREAT)
     hold_descriptor(descriptor, folder, os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
     os.environ[LOCK_FD_ENV] = str(descriptor)
     return descriptor

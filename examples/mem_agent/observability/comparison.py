@@ -1,4 +1,5 @@
-"""Evaluation runs side by side: accuracy per length, one overlaid curve, and paired differences.
+"""Evaluation runs side by side: accuracy per length, one overlaid curve, and paired differences
+(what is shown of them: comparison_report.py).
 
 Two runs over the same questions differ by chance as well as by design (one sample per question
 at temperature 0.7), so a gap between two means says little alone. For each pair of runs the
@@ -9,7 +10,8 @@ far chance alone moves it.
 
 Runs are compared only when they read the same data (each eval file's sha256, which the evaluator
 records in summary.json) and scored answers by the same rules (summary.json's `scoring`); other
-runs are refused in one line unless forced. The mode (memagent, rememr1, direct) labels each run.
+runs are refused in one line unless forced, and so are runs without a question in common. The
+mode (memagent, rememr1, direct) labels each run, and the settings in which runs differ are listed.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.run_folder import folder_in_use
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.reporting import SUMMARY_NAME, tokens_label
-from mem_agent.evaluation.results import COMPLETED, read_results
+from mem_agent.evaluation.results import COMPLETED, read_results, unique_items
+from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
+from mem_agent.observability import comparison_report as report
 
 METRICS = ("sub_em", "em", "f1", "strict")
 PLOT_NAME = "compare.png"
@@ -45,31 +49,28 @@ class EvalRun:
     mode: str
     facts: dict[str, Any]  # summary.json's latest run
     lengths: dict[str, dict[str, Any]]  # length label -> summary.json's result for it
-    items: dict[str, dict[str, dict[str, Any]]]  # length label -> item id -> result line (the last one)
+    items: dict[str, dict[str, dict[str, Any]]]  # length label -> item id -> result line (results.unique_items)
 
 
-def load_eval_run(path: Path, name: str | None = None) -> EvalRun:
+def load_eval_run(path: Path, name: str | None = None, notes: list[str] | None = None) -> EvalRun:
+    """The run at `path`, read by the evaluator's own readers and rule (of an item found more than
+    once, the line the report counts). UsageError: not a run, a file that fails its schema, or a
+    folder a live run holds (its summary and results would not match)."""
     summary_path = Path(path) / SUMMARY_NAME
+    busy = folder_in_use(Path(path))
+    if busy is not None:
+        raise UsageError(f"{busy}: compare it when that run has ended")
     try:
-        document = json.loads(summary_path.read_text(encoding="utf-8"))
+        document = read_summary(summary_path)
     except FileNotFoundError:
         raise UsageError(f"{path} is not an evaluation run: no {SUMMARY_NAME}") from None
-    except (OSError, ValueError) as error:
-        raise UsageError(f"{summary_path} cannot be read: {error}") from None
-    if not isinstance(document, dict):
-        raise UsageError(f"{summary_path} is not an evaluator's summary (expected an object)")
-    facts = document.get("run") or {}
-    lengths = {str(r["label"]): r for r in document.get("results", []) if isinstance(r, dict) and "label" in r}
+    facts = document["run"] or {}
+    lengths = {r["label"]: r for r in document["results"]}
     items = {}
-    for label, result in lengths.items():
+    for label in lengths:
         results_path = Path(path) / f"results_{label}.jsonl"
-        try:
-            for key in ("mean_context_tokens", *METRICS):  # what the tables and the plot read
-                float(result[key])
-            lines = read_results(results_path) if results_path.is_file() else []
-            items[label] = {str(line["id"]): line for line in lines}
-        except (ValueError, KeyError, TypeError) as error:
-            raise UsageError(f"{path}: length {label} cannot be read ({type(error).__name__}: {error})") from None
+        lines = read_results(results_path, notes) if results_path.is_file() else []
+        items[label] = {line["id"]: line for line in unique_items(lines)}
     mode = str(facts.get("mode") or (facts.get("config") or {}).get("mode") or "memagent")
     folder = Path(path).resolve().name
     default = mode if folder == mode else f"{mode}: {folder}"
@@ -123,23 +124,54 @@ class PairedDifference:
     difference: float  # mean of first - second, x 100
     low: float  # 95% bootstrap interval, x 100
     high: float
+    first_shared: float  # each run's mean on those shared questions, x 100
+    second_shared: float
+    first_all: float  # each run's own full-set figure (summary.json: failed items count 0), x 100
+    second_all: float
+    first_items: int  # the items of that full set
+    second_items: int
 
 
 def paired_difference(
     first: EvalRun, second: EvalRun, metric: str, *, seed: int = 0, resamples: int = 10_000
 ) -> list[PairedDifference]:
-    """Per shared length, then over all of them: the mean per-question difference and its interval."""
+    """Per shared length, then over all of them: the mean per-question difference and its interval,
+    each run's mean on the shared questions, and each run's full-set figure."""
     per_length: list[tuple[str, np.ndarray]] = []
     for label in sorted(first.items.keys() & second.items.keys(), key=_length_order):
         a, b = first.items[label], second.items[label]
         both = sorted(i for i in a.keys() & b.keys() if a[i].get("status") == b[i].get("status") == COMPLETED)
-        per_length.append((label, np.array([float(a[i][metric]) - float(b[i][metric]) for i in both]) * 100.0))
-    pooled = np.concatenate([d for _, d in per_length]) if per_length else np.zeros(0)
+        pairs = np.array([[float(a[i][metric]), float(b[i][metric])] for i in both]).reshape(-1, 2) * 100.0
+        per_length.append((label, pairs))
+    pooled = np.concatenate([d for _, d in per_length]) if per_length else np.zeros((0, 2))
     rng = np.random.default_rng(seed)
-    return [
-        PairedDifference(first.name, second.name, label, int(d.size), *_bootstrap(d, rng, resamples))
-        for label, d in [*per_length, ("all", pooled)]
-    ]
+    differences = []
+    for label, pairs in [*per_length, ("all", pooled)]:
+        shared = pairs.mean(axis=0) if pairs.size else (float("nan"),) * 2
+        differences.append(
+            PairedDifference(
+                first.name,
+                second.name,
+                label,
+                len(pairs),
+                *_bootstrap(pairs[:, 0] - pairs[:, 1], rng, resamples),
+                float(shared[0]),
+                float(shared[1]),
+                *_full_set(first, second, None if label == "all" else label, metric),
+            )
+        )
+    return differences
+
+
+def _full_set(first: EvalRun, second: EvalRun, label: str | None, metric: str) -> tuple[float, float, int, int]:
+    """Each run's figure over every item it holds at `label` (None: all its lengths), items-weighted."""
+    figures = []
+    for run in (first, second):
+        chosen = [run.lengths[name] for name in ([label] if label else run.lengths)]
+        items = sum(int(result["items"]) for result in chosen)
+        total = sum(float(result[metric]) * int(result["items"]) for result in chosen)
+        figures.append((total / items if items else float("nan"), items))
+    return figures[0][0], figures[1][0], figures[0][1], figures[1][1]
 
 
 def _bootstrap(differences: np.ndarray, rng: np.random.Generator, resamples: int) -> tuple[float, float, float]:
@@ -152,67 +184,6 @@ def _bootstrap(differences: np.ndarray, rng: np.random.Generator, resamples: int
         means.append(differences[picks].mean(axis=1))
     low, high = np.percentile(np.concatenate(means), [2.5, 97.5])
     return float(differences.mean()), float(low), float(high)
-
-
-def length_table(runs: Sequence[EvalRun], metric: str) -> str:
-    """One row per length: its mean context tokens, then each run's metric x 100 and failed items."""
-    header = ["docs", "ctx tokens", *(f"{run.name} {metric}" for run in runs)]
-    rows = []
-    for label in all_lengths(runs):
-        tokens = next(float(r.lengths[label]["mean_context_tokens"]) for r in runs if label in r.lengths)
-        cells = [label, f"{tokens:,.0f}"]
-        for run in runs:
-            result = run.lengths.get(label)
-            failed = int(result.get("failed", 0)) + int(result.get("missing", 0)) if result else 0
-            cells.append(f"{float(result[metric]):.1f}" + (f" ({failed} failed)" if failed else "") if result else "-")
-        rows.append(cells)
-    return _aligned([header, *rows])
-
-
-def pairs_table(differences: Sequence[PairedDifference], metric: str) -> str:
-    header = ["pair", "docs", "questions", f"{metric} difference", "95% interval"]
-    rows = [
-        [f"{d.first} - {d.second}", d.length, str(d.questions)]
-        + (["-", "-"] if d.questions == 0 else [f"{d.difference:+.1f}", f"[{d.low:+.1f}, {d.high:+.1f}]"])
-        for d in differences
-    ]
-    return _aligned([header, *rows])
-
-
-def _aligned(rows: list[list[str]]) -> str:
-    widths = [max(len(cell) for cell in column) for column in zip(*rows, strict=True)]
-    lines = [" | ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def plot_runs(runs: Sequence[EvalRun], metric: str, path: Path) -> None:
-    """Every run's metric against mean context tokens (log axis) on one plot, as the MemAgent paper
-    sets the memory agent beside the same model reading directly."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    ticks: dict[float, str] = {}
-    for run, marker in zip(runs, "osD^v<>phx*", strict=False):
-        points = sorted(
-            (max(float(r["mean_context_tokens"]), 1.0), float(r[metric]), k) for k, r in run.lengths.items()
-        )
-        axes.plot([x for x, _, _ in points], [y for _, y, _ in points], marker=marker, label=run.name)
-        ticks.update({x: f"{label} docs" for x, _, label in points})
-    axes.set_xscale("log")
-    axes.set_xticks(list(ticks), [f"{tokens_label(x)}\n{label}" for x, label in ticks.items()], fontsize=8)
-    axes.minorticks_off()
-    axes.set_ylim(-3, 103)  # a run at 0 or 100 stays visible off the frame
-    axes.set_xlabel("context length (tokens, log scale)")
-    axes.set_ylabel(f"{metric} x 100")
-    axes.set_title("Accuracy vs context length")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    write_figure_png(figure, path)
 
 
 @dataclass(frozen=True)
@@ -230,37 +201,54 @@ class ComparisonRequest:
 
 
 def compare_runs(request: ComparisonRequest) -> None:
-    """Print the per-length table and the paired differences, write the numbers and the plot.
-    UsageError: fewer than two runs, labels that do not match them, a run that cannot be read, or
-    runs that cannot be compared (without `force`); nothing is written then."""
-    runs, problems = _comparable_runs(request)
+    """Print the per-length table, the paired table, the questions the runs disagree on and the
+    settings that differ; write the numbers and the plot. UsageError: fewer than two runs, labels
+    that do not match them, a run that cannot be read or that a live run holds, runs without a
+    question in common, or runs that cannot be compared (without `force`); nothing is written then."""
+    runs, problems, notes = _comparable_runs(request)
+    for note in notes:
+        print(f"note: {note}")
     for path in unchecked_data(runs):
         print(f"note: {path}/summary.json records no data sha256 (an older run): its data was not checked")
     for problem in problems:
         print(f"warning (--force): {problem}")
+    for warning in report.question_set_warnings(runs):
+        print(f"warning: {warning}")
     metric = request.metric
+    pairs = list(itertools.combinations(runs, 2))
     differences = [
         d
-        for first, second in itertools.combinations(runs, 2)
+        for first, second in pairs
         for d in paired_difference(first, second, metric, seed=request.seed, resamples=request.resamples)
     ]
-    print(length_table(runs, metric))
-    print()
-    print(pairs_table(differences, metric))
+    found = [d for first, second in pairs for d in report.disagreements(first, second, metric)]
+    differing = report.differing_settings(runs)
     request.output_dir.mkdir(parents=True, exist_ok=True)
     numbers = {
         "metric": metric,
         "runs": {run.name: str(run.path) for run in runs},
+        "lengths": {run.name: report.length_numbers(run, metric) for run in runs},
         "pairs": [{k: _finite(v) for k, v in asdict(d).items()} for d in differences],
+        "settings_that_differ": {
+            name: dict(zip((r.name for r in runs), values, strict=True)) for name, values in differing.items()
+        },
+        "disagreements": [{"right": d.right, "wrong": d.wrong, "ids": d.ids} for d in found],
     }
     numbers_path, plot_path = request.output_dir / NUMBERS_NAME, request.output_dir / PLOT_NAME
     write_text_atomic(numbers_path, json.dumps(numbers, indent=2, allow_nan=False, default=str) + "\n")
-    plot_runs(runs, metric, plot_path)
+    report.plot_runs(runs, metric, plot_path)
+    # Printed once everything is written: a reader that stops early (| head) loses no file.
+    print(report.length_table(runs, metric))
+    print()
+    print(report.pairs_table(differences, metric))
+    print()
+    print("\n".join(report.settings_lines(runs, differing) + report.disagreement_lines(found)))
     print(f"plot: {plot_path}  numbers: {numbers_path}")
 
 
-def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[str]]:
-    """The runs, read and named, and what differs between them (empty unless forced)."""
+def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[str], list[str]]:
+    """The runs, read and named, what differs between them (empty unless forced), and what the
+    readers skipped (lines cut by a crash)."""
     if len(request.runs) < 2:
         raise UsageError("give two or more runs to compare")
     if request.labels is not None and len(request.labels) != len(request.runs):
@@ -268,12 +256,15 @@ def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[st
     if request.resamples <= 0:
         raise UsageError(f"--resamples {request.resamples} must be a positive integer")
     labels = request.labels or [None] * len(request.runs)
-    runs = [load_eval_run(path, label) for path, label in zip(request.runs, labels, strict=True)]
+    notes: list[str] = []
+    runs = [load_eval_run(path, label, notes) for path, label in zip(request.runs, labels, strict=True)]
     runs = runs if request.labels else _named(runs)
+    if unshared := report.unshared_pairs(runs):
+        raise UsageError(f"no question in common: {'; '.join(unshared)}; there is nothing to pair")
     problems = comparison_problems(runs)
     if problems and not request.force:
         raise UsageError(f"runs cannot be compared: {'; '.join(problems)} (pass --force to compare anyway)")
-    return runs, problems
+    return runs, problems, notes
 
 
 def _named(runs: list[EvalRun]) -> list[EvalRun]:

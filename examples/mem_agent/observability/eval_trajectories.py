@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from mem_agent.agent.chunking import TokenIds
 from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
 from mem_agent.agent.records import Trajectory, TrajectoryStatus
 from mem_agent.agent.scoring import AnswerScores
@@ -45,6 +46,7 @@ def _keep_record(
     item: EvalItem,
     trajectory: Trajectory,
     scores: AnswerScores,
+    document: TokenIds,
 ) -> None:
     completed = trajectory.status is TrajectoryStatus.COMPLETED
     record = record_of(
@@ -56,6 +58,7 @@ def _keep_record(
         ground_truths=item.answers,
         mode=DIRECT_MODE if isinstance(reader, DirectReader) else reader.config.mode.value,
         scores=scores if completed else None,
+        document=document,
         eval_set=file.path.name,
     )
     stores[file].append(record)

@@ -24,6 +24,8 @@ from typing import Any
 
 import orjson
 
+from mem_agent.common.safe_files import append_bytes
+
 logger = logging.getLogger("mem_agent.observability")
 
 HOSTS = ("vime", "slime")
@@ -67,6 +69,4 @@ def append_metrics_line(path: Path, line: dict[str, Any]) -> None:
     """Append one line and flush it: a crash loses at most the line being written. A rollout
     run again after a resume appends a second line; readers keep the last one per rollout."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as handle:
-        handle.write(orjson.dumps({**line, "time": round(time.time(), 3)}) + b"\n")
-        handle.flush()
+    append_bytes(path, orjson.dumps({**line, "time": round(time.time(), 3)}) + b"\n")

@@ -1,4 +1,9 @@
-"""A training run's curves over rollouts, from its trajectory records, drawn by matplotlib as SVG.
+"""A training run's curves over rollouts, from its per-rollout metrics, drawn by matplotlib as SVG.
+
+The numbers are the run's own: `trajectories/metrics.jsonl`, which the rollout log hook appends
+once per rollout, counting every trajectory (observability/metrics.py). The trajectory records are
+never used for them: they are a sample picked half right and half wrong on purpose, so a run at
+5% or 90% accuracy would draw as 50% from them.
 
 The package draws every plot with matplotlib (the evaluator's accuracy plot, compare, the training
 summary); the viewer's curves are one figure saved as SVG and put inside the page, so the page
@@ -9,54 +14,41 @@ still needs no script library, no network and no image file. Text stays text in 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
-from statistics import fmean
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mem_agent.observability.trajectory_records import TrajectoryRecord
-
-CURVES = (
-    "reward (mean)",
-    "accuracy (strict)",
-    "turns per trajectory",
-    "memory tokens (mean)",
-    "memory turns cut (share)",
-)
-SHARES = {"accuracy (strict)", "memory turns cut (share)"}  # drawn on a fixed 0..1 axis
+# Panel title -> the metric of metrics.jsonl it draws.
+CURVES = {
+    "reward (mean)": "reward/mean",
+    "accuracy (strict)": "accuracy/strict",
+    "turns per trajectory": "turns/mean",
+    "memory tokens (mean)": "memory_tokens/mean",
+    "memory turns cut (share)": "memory/cut_share",
+    "groups without reward contrast (share)": "zero_contrast/group_share",
+}
+SHARES = {"accuracy (strict)", "memory turns cut (share)", "groups without reward contrast (share)"}  # 0..1 axis
 COLUMNS = 3
 _COLOUR = "#0969da"
 
 
 def _real(value: Any) -> float | None:
-    """A number read back from a record, or None for anything else (a hand-edited file)."""
+    """A number read back from a file, or None for anything else (a hand-edited file)."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _mean(values: Iterable[Any]) -> float:
-    numbers = [number for number in map(_real, values) if number is not None]
-    return fmean(numbers) if numbers else 0.0
-
-
-def rollout_curves(records: Iterable[TrajectoryRecord]) -> dict[str, tuple[list[float], list[float]]]:
-    """Per rollout, over the records kept from it: mean reward, strict accuracy, turns per
-    trajectory, memory tokens per memory turn, and the share of memory turns cut by max_tokens."""
-    by_rollout: dict[int, list[TrajectoryRecord]] = {}
-    for record in records:
-        if isinstance(record.rollout_id, int) and not isinstance(record.rollout_id, bool):
-            by_rollout.setdefault(record.rollout_id, []).append(record)
+def rollout_curves(entries: Iterable[Mapping[str, Any]]) -> dict[str, tuple[list[float], list[float]]]:
+    """Per rollout (metrics.jsonl's rollout lines, in rollout order), each curve's value; a rollout
+    that did not log a metric (an older line, no memory turn) leaves a gap in that curve only."""
     curves: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in CURVES}
-    for rollout, group in sorted(by_rollout.items()):
-        memories = [turn for record in group for turn in record.turns if turn.kind == "memory"]
-        values = (
-            _mean(r.reward if r.reward is not None else r.scores.get("strict", 0.0) for r in group),
-            _mean(r.scores.get("strict", 0.0) for r in group),
-            fmean(len(r.turns) for r in group),
-            _mean(t.memory_tokens for t in memories),
-            _mean(float(t.cut) for t in memories if isinstance(t.cut, bool)),
-        )
-        for name, value in zip(CURVES, values, strict=True):
-            curves[name][0].append(float(rollout))
-            curves[name][1].append(float(value))
+    for entry in entries:
+        rollout = _real(entry.get("rollout_id"))
+        if rollout is None:
+            continue
+        for name, key in CURVES.items():
+            value = _real(entry.get(key))
+            if value is not None:
+                curves[name][0].append(rollout)
+                curves[name][1].append(value)
     return curves
 
 
@@ -78,7 +70,7 @@ def curves_svg(curves: dict[str, tuple[list[float], list[float]]]) -> str:
             axes.set_xlabel("rollout")
             axes.xaxis.set_major_locator(MaxNLocator(integer=True))
             if name in SHARES:
-                axes.set_ylim(0.0, 1.0)
+                axes.set_ylim(-0.03, 1.03)
             else:
                 axes.set_ylim(bottom=min(0.0, *ys) if ys else 0.0)
             axes.grid(alpha=0.3)

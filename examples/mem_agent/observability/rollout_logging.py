@@ -57,7 +57,7 @@ def log_training_rollout(rollout_id: int, args: Any, samples: list[Any], rollout
             records = records_of_rows(args, samples, keys, rollout_id=rollout_id, mode=config.mode.value)
             size = write_records(records_path(folder, rollout_id), records)
             logger.info("mem_agent: %d trajectory records of rollout %d, %d bytes", len(records), rollout_id, size)
-    except OSError as error:  # the run goes on; what is lost is named
+    except (OSError, UsageError) as error:  # a full disk, a link in the folder: the run goes on, what is lost is named
         logger.warning("mem_agent: could not write under %s for rollout %d: %s", folder, rollout_id, error)
 
 
@@ -79,7 +79,7 @@ def log_eval_rollout(rollout_id: int, args: Any, data: dict[str, dict[str, Any]]
             for name, metrics in per_set.items():
                 line = {"kind": "eval", "rollout_id": rollout_id, "step": step, "eval_set": name, **metrics}
                 append_metrics_line(folder / TRAJECTORY_DIR / METRICS_FILE, line)
-        except OSError as error:
+        except (OSError, UsageError) as error:
             logger.warning("mem_agent: could not write eval metrics under %s: %s", folder, error)
 
 

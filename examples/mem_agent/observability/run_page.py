@@ -7,12 +7,14 @@ nothing on a large run; what the page leaves out is said on the page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from mem_agent.common.paths import check_output_path
 from mem_agent.common.usage import UsageError
+from mem_agent.observability.page_selection import ViewChoice, check_choice
 from mem_agent.observability.run_folders import load_run
-from mem_agent.observability.viewer import ViewLimits, write_page
+from mem_agent.observability.viewer import ViewLimits, is_page, write_page
 
 __all__ = ["PageRequest", "write_run_page"]
 
@@ -24,16 +26,32 @@ class PageRequest:
     run: Path
     output: Path
     limits: ViewLimits
+    choice: ViewChoice = field(default_factory=ViewChoice)
+    force: bool = False  # replace an existing file that is not a page of ours
 
 
 def write_run_page(request: PageRequest) -> None:
     """Write the page and print what it holds. UsageError: a limit that is not positive, an output
-    that is a folder, or a run that cannot be read; OSError: the page could not be written."""
+    that is a folder, an input or a run's data file, an existing file not ours (without force), a run
+    that cannot be read, or a choice it cannot meet (an unknown outcome or length); OSError: the page
+    could not be written."""
     for flag, value in (("--max-items", request.limits.max_items), ("--max-turns", request.limits.max_turns)):
         if value <= 0:
             raise UsageError(f"{flag} {value} must be a positive integer")
     if request.output.is_dir():
         raise UsageError(f"--output {request.output} is a folder, not a file")
+    check_output_path(request.output, _inputs(request.run), flag="--output", ours=is_page, force=request.force)
     run = load_run(request.run)
-    size = write_page(run, request.output, request.limits)
-    print(f"{request.output}: {len(run.records)} questions from {run.kind} run {run.path} ({size / 1e6:.2f} MB)")
+    check_choice(run, request.choice)
+    size, shown = write_page(run, request.output, request.limits, request.choice)
+    print(
+        f"{request.output}: {shown} of {len(run.records)} questions of {run.kind} run {run.path} ({size / 1e6:.2f} MB)"
+    )
+
+
+def _inputs(run: Path) -> list[Path]:
+    """What the page is made from: the records file, or every file of the run folder."""
+    run = Path(run)
+    if run.is_dir():
+        return [path for path in run.rglob("*") if path.is_file()]
+    return [run]

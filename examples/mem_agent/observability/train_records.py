@@ -10,6 +10,10 @@ memory (the generate hook decodes it for the host's logs). Only where the memory
 response (ReMemR1's recall blocks, thinking, a template file's text memory) does the generate
 hook carry the memory's text in the row's metadata (`memory_text`).
 
+Each record keeps the rewards of every trajectory of its prompt's GRPO group in the rollout
+(`extra.group_rewards`), recorded or not: the group is what the advantages compare, and a group
+whose rewards are all equal teaches nothing.
+
 Which trajectories: `MEM_TRAJECTORY_COUNT` per recorded rollout, half of them correct (strict
 reward > 0) and half not where both exist, topped up from the other kind where one falls short,
 drawn with the rollout id as seed so a rerun records the same ones. Every `MEM_TRAJECTORY_EVERY`
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +67,9 @@ def records_of_rows(
     """The records of the trajectories named by `keys`, with the advantages the convert gives."""
     scored = scored_rows(args, samples)
     trajectories = group_trajectories(samples, scored.rollout_ids)
+    group_rewards: dict[Hashable, list[float]] = {}  # every trajectory's, not only the recorded ones
+    for trajectory in trajectories.values():
+        group_rewards.setdefault(trajectory.group, []).append(float(scored.raw_rewards[trajectory.positions[0]]))
     records = []
     for key in keys:
         positions = trajectories[key].positions
@@ -69,7 +77,8 @@ def records_of_rows(
         advantages = [scored.advantages[p] for p in positions]
         final = trajectories[key].final
         scored_row = samples[final if final is not None else positions[0]]
-        records.append(_record(rows, advantages, scored_row, scored.raw_rewards[positions[0]], key, rollout_id, mode))
+        record = _record(rows, advantages, scored_row, scored.raw_rewards[positions[0]], key, rollout_id, mode)
+        records.append(replace(record, extra={"group_rewards": group_rewards[trajectories[key].group]}))
     return records
 
 
@@ -121,7 +130,13 @@ def _turn(row: Any, advantage: float) -> TurnRecord | None:
         recalled=info.get("recalled") or None,
         state_reward=float(state) if isinstance(state, int | float) else None,
         advantage=advantage,
+        chunk_start=_whole(info.get("chunk_start")),  # the workflow's, carried in the row's metadata
+        chunk_end=_whole(info.get("chunk_end")),
     )
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def write_records(path: Path, records: Sequence[TrajectoryRecord]) -> int:

@@ -5,21 +5,24 @@ Read from `SAVE/trajectories/metrics.jsonl`, which the rollout log hook appends 
 the hook counts it for the logger. The trajectory records are not used for this: they are a
 sample drawn to hold correct and wrong trajectories alike, so their accuracy says nothing about
 the run's. A rollout logged twice (a run resumed from a checkpoint redoes the rollouts after it)
-keeps its last line.
+keeps its last line. Each line is checked (MetricsLine: the rollout id a non-negative integer,
+every figure a finite number); a line cut by a crash is skipped and named.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-import orjson
+import pydantic
 
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.jsonl_lines import read_json_lines, validated
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.host_logging import METRICS_FILE
 from mem_agent.observability.train_records import TRAJECTORY_DIR
@@ -39,11 +42,34 @@ TRAIN_COLUMNS = (
     "memory/cut_share",
     "answer/box_share",
     "answer/cut_share",
+    "zero_contrast/group_share",
     "zero_contrast/trajectory_share",
     "status/failed",
     "status/aborted",
 )
 EVAL_COLUMNS = ("rollout_id", "step", "eval_set", "trajectories", "accuracy/strict", "accuracy/sub_em", "accuracy/em")
+
+
+class MetricsLine(pydantic.BaseModel):
+    """One line of metrics.jsonl as the log hook writes it; figures are the extra fields."""
+
+    model_config = pydantic.ConfigDict(extra="allow", allow_inf_nan=False)
+
+    kind: str
+    rollout_id: Annotated[int, pydantic.Field(ge=0)]
+    step: int | None = None
+    eval_set: str | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _figures_are_finite(self) -> MetricsLine:
+        for name, value in (self.model_extra or {}).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{name} is not a finite number")
+            if not isinstance(value, int | float | str | bool | None):
+                raise ValueError(f"{name} is a {type(value).__name__}, not a number")
+        if self.kind == "eval" and self.eval_set is None:
+            raise ValueError("an eval line names its eval_set")
+        return self
 
 
 @dataclass
@@ -68,20 +94,18 @@ def read_run(run_dir: Path) -> RunMetrics:
     path = find_metrics(Path(run_dir))
     rollouts: dict[int, dict[str, Any]] = {}
     evals: dict[tuple[int, str], dict[str, Any]] = {}
-    lines = path.read_bytes().split(b"\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            if number == len(lines):  # the last line, cut by a crash mid-write
-                break
-            raise UsageError(f"{path}:{number}: not a JSON object") from None
-        if entry.get("kind") == "rollout":
-            rollouts[int(entry["rollout_id"])] = entry
-        elif entry.get("kind") == "eval":
-            evals[(int(entry["rollout_id"]), str(entry["eval_set"]))] = entry
+    try:
+        lines = read_json_lines(path)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot be read: {error.strerror}") from None
+    for note in lines.notes():
+        print(f"note: {note}")
+    for number, value in lines.rows:
+        entry = validated(MetricsLine, value, f"{path}:{number}").model_dump()
+        if entry["kind"] == "rollout":
+            rollouts[entry["rollout_id"]] = entry
+        elif entry["kind"] == "eval":
+            evals[(entry["rollout_id"], entry["eval_set"])] = entry
     if not rollouts:
         raise UsageError(f"{path}: no rollout metrics yet")
     return RunMetrics(path, [rollouts[k] for k in sorted(rollouts)], [evals[k] for k in sorted(evals)])
@@ -142,31 +166,39 @@ def summarize_training_run(request: CurvesRequest) -> None:
 
 
 def draw(run: RunMetrics, path: Path) -> None:
-    """Reward (mean, with a +-1 std band) and accuracy per rollout; eval sets as marked lines."""
+    write_figure_png(summary_figure(run), path)
+
+
+def summary_figure(run: RunMetrics) -> Any:
+    """Reward (mean, with a +-1 std band) and accuracy per rollout; eval sets as marked lines. Every
+    line has markers, so a run of one rollout still shows its points; the band stays inside the
+    reward's range ([0, 1] when every mean lies there, as the strict answer reward does), where a
+    +-1 std band of 0/1 rewards would otherwise reach -0.2 and 1.2."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     ids = [entry["rollout_id"] for entry in run.rollouts]
     figure, (reward_axes, accuracy_axes) = plt.subplots(2, 1, figsize=(7.0, 6.0), dpi=120, sharex=True)
     mean = [float(entry.get("reward/mean", 0.0)) for entry in run.rollouts]
     std = [float(entry.get("reward/std", 0.0)) for entry in run.rollouts]
-    reward_axes.plot(ids, mean, color="tab:blue", label="reward mean (per trajectory)")
-    reward_axes.fill_between(
-        ids,
-        [m - s for m, s in zip(mean, std, strict=True)],
-        [m + s for m, s in zip(mean, std, strict=True)],
-        color="tab:blue",
-        alpha=0.15,
-        label="± 1 std",
-    )
+    low, high = (0.0, 1.0) if all(0.0 <= m <= 1.0 for m in mean) else (-math.inf, math.inf)
+    reward_axes.plot(ids, mean, color="tab:blue", marker="o", markersize=4, label="reward mean (per trajectory)")
+    lows = [max(low, m - s) for m, s in zip(mean, std, strict=True)]
+    highs = [min(high, m + s) for m, s in zip(mean, std, strict=True)]
+    band = "± 1 std" + (" (within 0..1)" if high == 1.0 else "")
+    if len(ids) == 1:  # a band of one point has no width: a bar shows it
+        reward_axes.vlines(ids, lows, highs, color="tab:blue", alpha=0.3, linewidth=6, label=band)
+    else:
+        reward_axes.fill_between(ids, lows, highs, color="tab:blue", alpha=0.15, label=band)
     reward_axes.set_ylabel("reward")
     reward_axes.legend(loc="best", fontsize="small")
     reward_axes.grid(alpha=0.3)
     for name, color in (("strict", "tab:red"), ("sub_em", "tab:green")):
         values = [100.0 * float(entry.get(f"accuracy/{name}", 0.0)) for entry in run.rollouts]
-        accuracy_axes.plot(ids, values, color=color, label=f"train {name}")
+        accuracy_axes.plot(ids, values, color=color, marker="o", markersize=4, label=f"train {name}")
     for eval_set in sorted({entry["eval_set"] for entry in run.evals}):
         points = [entry for entry in run.evals if entry["eval_set"] == eval_set]
         accuracy_axes.plot(
@@ -177,9 +209,13 @@ def draw(run: RunMetrics, path: Path) -> None:
             label=f"eval {eval_set} sub_em",
         )
     accuracy_axes.set_xlabel("rollout")
+    accuracy_axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if len(ids) == 1:  # matplotlib's default margin around one x is +-0.05: whole rollouts around it instead
+        accuracy_axes.set_xlim(ids[0] - 1, ids[0] + 1)
     accuracy_axes.set_ylabel("accuracy (%)")
+    accuracy_axes.set_ylim(-3, 103)
     accuracy_axes.legend(loc="best", fontsize="small")
     accuracy_axes.grid(alpha=0.3)
     figure.suptitle(f"training summary: {run.source.parent.parent.name or run.source.parent.name}")
     figure.tight_layout()
-    write_figure_png(figure, path)
+    return figure

@@ -4,26 +4,35 @@ One line per trajectory, the same layout in training (`SAVE_PATH/trajectories/`)
 (`--save-trajectories`), so one viewer and one set of tools read both. A record holds text, not
 token ids: it answers "what did it remember at chunk 5?", and stays small enough to keep (ids and
 logprobs are the trainer's business and go to the trainer). The layout is versioned by `schema`;
-readers refuse a schema they do not know rather than guess.
+readers refuse a schema they do not know rather than guess, and check every record read against
+the dataclasses below (pydantic: types, token counts non-negative, numbers finite), so a page or a
+table is only ever made from values of the declared types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
+import pydantic
 
 from mem_agent.agent.records import Trajectory, TurnKind
 from mem_agent.agent.scoring import AnswerScores
+from mem_agent.common.jsonl_lines import LineError, field_problem, read_json_lines
+from mem_agent.common.safe_files import append_bytes
 
 SCHEMA = "mem_agent.trajectory/1"
+EXCERPT_CHARS = 600  # of a chunk's text per memory turn: a 1,000-question run of 20 chunks keeps 12 MB
+Count = Annotated[int, pydantic.Field(ge=0)]
+_CHECKED = pydantic.ConfigDict(allow_inf_nan=False)
 
 
-class RecordFormatError(ValueError):
-    """A line that is not a trajectory record of a known schema; the message names file and line."""
+class RecordFormatError(LineError):
+    """A line that is not a trajectory record of a known schema; the message names file:line and field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +45,19 @@ class TurnRecord:
     text: str
     cut: bool
     finish_reason: str
-    prompt_tokens: int
-    response_tokens: int
-    memory_tokens: int  # tokens of the memory after this turn (the one the final turn answered from)
+    prompt_tokens: Count
+    response_tokens: Count
+    memory_tokens: Count  # tokens of the memory after this turn (the one the final turn answered from)
     recall_query: str | None = None  # ReMemR1: what this turn asked to recall
     recalled: str | None = None  # ReMemR1: the earlier memory the recall returned
     state_reward: float | None = None  # ReMemR1: this turn's state reward, where computed
     advantage: float | None = None  # training: the advantage this turn was trained with
+    chunk_start: int | None = None  # memory turn: where its chunk lies in the document (tokens,
+    chunk_end: int | None = None  # end exclusive); None where the run did not say (training rows)
+    gold_in_chunk: bool | None = None  # a gold answer's words are in the chunk; None: chunk text unknown
+    chunk_excerpt: str | None = None  # up to EXCERPT_CHARS of the chunk: around the gold, else its start
+
+    __pydantic_config__ = _CHECKED
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +71,8 @@ class TrajectoryRecord:
     answer: str
     scores: dict[str, float]  # strict, sub_em, em, f1 (empty for a trajectory that did not finish)
     has_box: bool
-    context_tokens: int
-    dropped_tokens: int
+    context_tokens: Count
+    dropped_tokens: Count
     turns: list[TurnRecord]
     rollout_id: int | None = None  # training: the rollout (step) it came from
     group_index: int | None = None  # training: the GRPO group (question) it belongs to
@@ -67,6 +82,7 @@ class TrajectoryRecord:
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     schema: str = SCHEMA
+    __pydantic_config__ = _CHECKED
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,10 +94,14 @@ class TrajectoryRecord:
         if data.get("schema") != SCHEMA:
             raise RecordFormatError(f"{where}: schema {data.get('schema')!r} is not {SCHEMA!r}")
         try:
-            turns = [TurnRecord(**turn) for turn in data["turns"]]
-            return cls(**{**data, "turns": turns})
-        except (KeyError, TypeError) as error:
-            raise RecordFormatError(f"{where}: {error}") from None
+            return _record_adapter().validate_python(data)
+        except pydantic.ValidationError as error:
+            raise RecordFormatError(f"{where}: {field_problem(error)}") from None
+
+
+@functools.cache
+def _record_adapter() -> pydantic.TypeAdapter[TrajectoryRecord]:
+    return pydantic.TypeAdapter(TrajectoryRecord)
 
 
 def record_of(
@@ -94,13 +114,19 @@ def record_of(
     ground_truths: Iterable[str],
     mode: str,
     scores: AnswerScores | None,
+    document: Sequence[int] | None = None,
     **context: Any,
 ) -> TrajectoryRecord:
     """The record of one finished (or failed) trajectory; `decode` turns token ids into text with the
-    policy's tokenizer. `context` fills the source-specific fields (rollout_id, eval_set, ...)."""
+    policy's tokenizer. With the `document`'s token ids (the evaluator has them), each memory turn
+    also keeps whether its chunk holds a gold answer's words and a bounded excerpt of it. `context`
+    fills the source-specific fields (rollout_id, eval_set, ...)."""
+    golds = [str(gold) for gold in ground_truths]
     turns = []
     for turn in trajectory.turns:
         extras = turn.extras
+        start, end = _int_or_none(extras.get("chunk_start")), _int_or_none(extras.get("chunk_end"))
+        seen = _chunk_facts(decode(document[start:end]), golds) if document is not None and end else (None, None)
         turns.append(
             TurnRecord(
                 kind=turn.kind.value,
@@ -113,6 +139,10 @@ def record_of(
                 memory_tokens=len(turn.memory_ids),
                 recall_query=_text_or_none(extras.get("recall_query")),
                 recalled=_text_or_none(extras.get("recalled")),
+                chunk_start=start,
+                chunk_end=end,
+                gold_in_chunk=seen[0],
+                chunk_excerpt=seen[1],
             )
         )
     score_map = {} if scores is None else {name: getattr(scores, name) for name in ("strict", "sub_em", "em", "f1")}
@@ -120,7 +150,7 @@ def record_of(
         source=source,
         item_id=str(item_id),
         question=question,
-        ground_truths=list(ground_truths),
+        ground_truths=golds,
         mode=mode,
         status=trajectory.status.value,
         answer=trajectory.answer,
@@ -134,6 +164,28 @@ def record_of(
     )
 
 
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def gold_position(text: str, golds: Iterable[str]) -> int | None:
+    """Where a gold answer first appears in `text` (case folded), or None."""
+    folded = text.casefold()
+    found = [folded.find(gold.casefold()) for gold in golds if gold.strip()]
+    hits = [position for position in found if position >= 0]
+    return min(hits) if hits else None
+
+
+def _chunk_facts(text: str, golds: list[str]) -> tuple[bool, str]:
+    """Whether the chunk holds a gold answer, and EXCERPT_CHARS of it centred on the first one
+    (or its start): enough to see the supporting fact, bounded whatever the chunk size."""
+    position = gold_position(text, golds)
+    if position is None:
+        return False, text[:EXCERPT_CHARS]
+    begin = max(0, min(position - EXCERPT_CHARS // 2, len(text) - EXCERPT_CHARS))
+    return True, text[begin : begin + EXCERPT_CHARS]
+
+
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -145,28 +197,16 @@ def _text_or_none(value: object) -> str | None:
 def append_records(path: Path, records: Iterable[TrajectoryRecord]) -> int:
     """Append records, one flushed line each: a crash loses at most the line being written, which
     read_records reports by file and line rather than misreading."""
-    count = 0
-    with path.open("ab") as handle:
-        for record in records:
-            handle.write(orjson.dumps(record.to_json()) + b"\n")
-            count += 1
-        handle.flush()
-    return count
+    lines = [orjson.dumps(record.to_json()) + b"\n" for record in records]
+    append_bytes(path, b"".join(lines))
+    return len(lines)
 
 
-def read_records(path: Path) -> Iterator[TrajectoryRecord]:
-    """Records of a JSON Lines file, streamed; a broken line is a RecordFormatError naming it,
-    except a cut-off last line (a writer killed mid-line), which is skipped."""
-    with path.open("rb") as handle:
-        lines = handle.read().split(b"\n")
-    last = len(lines) - 1
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            if number - 1 == last:  # no newline after it: the writer was stopped mid-line
-                return
-            raise RecordFormatError(f"{path}:{number}: not a JSON object") from None
+def read_records(path: Path, notes: list[str] | None = None) -> Iterator[TrajectoryRecord]:
+    """Records of a JSON Lines file, each checked; a bad line is a RecordFormatError naming file:line
+    and the field. A line cut by a crash is skipped and named in `notes`."""
+    lines = read_json_lines(path)
+    if notes is not None:
+        notes.extend(lines.notes())
+    for number, data in lines.rows:
         yield TrajectoryRecord.from_json(data, f"{path}:{number}")

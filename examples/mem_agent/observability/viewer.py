@@ -7,9 +7,11 @@ and `viewer.js` beside it, shipped as package data): every value from a run reac
 escaped, and what the script reads goes in as one JSON block (`tojson`), never as built strings.
 
 A run can hold far more than a person reads and a browser holds: the page keeps at most
-`max_items` questions and `max_turns` memory turns per question, and says on the page what it
-left out and which flag shows more. Training curves are drawn from every record, not only the
-questions shown.
+`max_items` questions (failures first, page_selection.py) and `max_turns` memory turns per
+question, and says on the page what it left out and which flag shows more. A training run's
+curves are its own per-rollout figures over every trajectory (metrics.jsonl), never the
+trajectory records, which are a sample picked half right and half wrong; the page says so
+wherever it counts them.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import importlib.util
-import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mem_agent.common.atomic_files import write_text_atomic
-from mem_agent.observability.page_parts import item_view, number
+from mem_agent.evaluation.reporting import cut_label
+from mem_agent.observability.page_parts import item_view, number, row_line
+from mem_agent.observability.page_selection import ViewChoice, metric_of, select
+from mem_agent.observability.page_settings import run_settings
 from mem_agent.observability.rollout_curves import curves_svg, rollout_curves
 
 if TYPE_CHECKING:
@@ -32,8 +36,8 @@ if TYPE_CHECKING:
     import jinja2
 
     from mem_agent.observability.run_folders import RunView
-    from mem_agent.observability.trajectory_records import TrajectoryRecord
 
+PAGE_MARK = b'<meta name="generator" content="mem-agent view">'  # in the head of every page we write
 PAGE_FILES = "page"  # the folder of this package that holds the template, the style and the script
 SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict")
 
@@ -42,19 +46,6 @@ SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1",
 class ViewLimits:
     max_items: int = 100  # questions on the page
     max_turns: int = 24  # memory turns per question (first and last halves)
-
-
-def select(run: RunView, limit: int) -> list[tuple[str, TrajectoryRecord]]:
-    """At most `limit` questions with their group: a training run's latest rollouts first (what a
-    person looks at while it trains); an evaluation's lengths in turn, so each length is seen."""
-    groups = list(run.groups.items())
-    if run.kind == "training":
-        ordered = [(name, r) for name, group in reversed(groups) for r in group]
-        return ordered[:limit]
-    rounds = itertools.zip_longest(*[[(name, r) for r in group] for name, group in groups])
-    picked = [pair for row in rounds for pair in row if pair is not None][:limit]
-    order = {name: index for index, (name, _) in enumerate(groups)}
-    return sorted(picked, key=lambda pair: order[pair[0]])
 
 
 @functools.cache
@@ -75,34 +66,46 @@ def _environment() -> jinja2.Environment:
     return environment
 
 
-def render_page(run: RunView, limits: ViewLimits) -> str:
-    metric = "strict" if run.kind == "training" or all(r.source == "train" for r in run.records) else "sub_em"
-    chosen = select(run, limits.max_items)
-    notes = list(run.notes)
-    if len(chosen) < len(run.records):
-        notes.append(f"showing {len(chosen)} of {len(run.records)} questions (--max-items {limits.max_items})")
+def render_page(run: RunView, limits: ViewLimits, choice: ViewChoice | None = None) -> str:
+    metric = metric_of(run)
+    selection = select(run, choice or ViewChoice(), limits.max_items)
+    notes = list(run.notes) + selection.notes
     charts, chart_note = _charts(run)
-    items = [item_view(record, name, metric, limits.max_turns) for name, record in chosen]
+    items = [item_view(record, name, metric, limits.max_turns) for name, record in selection.chosen]
     page = {
         "kind": run.kind,
         "name": run.path.name or str(run.path),
         "path": str(run.path),
         "questions": len(run.records),
         "groups": len(run.groups),
+        "sampled": run.kind == "training",
         "metric": metric,
         "made": f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
         "notes": notes + chart_note,
+        "settings": run_settings(run.summary),
         "charts": charts,
-        "summary_header": SUMMARY_HEADER,
+        "summary_header": _summary_header(run.summary),
         "summary": [] if charts else _summary_rows(run.summary),
     }
-    items_data = [{"outcome": item.outcome, "search": item.search} for item in items]
-    return _environment().get_template("viewer.html.j2").render(page=page, items=items, items_data=items_data)
+    items_data = [
+        {
+            "outcome": item.outcome,
+            "search": item.search,
+            "tokens": item.row.context_tokens,
+            "score": item.row.score,
+            "chunks": item.row.chunks,
+            "cut": item.row.cut,
+        }
+        for item in items
+    ]
+    rows = [row_line(item.row, metric) for item in items]
+    template = _environment().get_template("viewer.html.j2")
+    return template.render(page=page, items=zip(items, rows, strict=True), items_data=items_data, shown=len(items))
 
 
 def _charts(run: RunView) -> tuple[Any, list[str]]:
     """The curves' SVG (markup matplotlib wrote from numbers) and a note when it cannot be drawn."""
-    curves = rollout_curves(run.records)
+    curves = rollout_curves(run.rollout_metrics)
     if not any(xs for xs, _ in curves.values()):
         return None, []
     if importlib.util.find_spec("matplotlib") is None:
@@ -112,9 +115,27 @@ def _charts(run: RunView) -> tuple[Any, list[str]]:
     return Markup(curves_svg(curves)), []
 
 
+def _results(summary: dict[str, Any] | None) -> list[Any]:
+    results = (summary or {}).get("results") if isinstance(summary, dict) else None
+    return results if isinstance(results, list) else []
+
+
+def _cuts(summary: dict[str, Any] | None) -> bool:
+    """Whether the run cut any context (the direct baseline): then the table has a cut column."""
+    return any(
+        isinstance(r, dict) and isinstance(r.get("cut_share"), int | float) and r["cut_share"]
+        for r in _results(summary)
+    )
+
+
+def _summary_header(summary: dict[str, Any] | None) -> tuple[str, ...]:
+    return (*SUMMARY_HEADER[:4], "cut", *SUMMARY_HEADER[4:]) if _cuts(summary) else SUMMARY_HEADER
+
+
 def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
     """An evaluation's per-length table from its summary.json, every cell as the text it shows."""
-    results = (summary or {}).get("results") or []
+    results = _results(summary)
+    cutting = _cuts(summary)
     rows = []
     for result in results:
         if not isinstance(result, dict):
@@ -126,14 +147,29 @@ def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
                 str(result.get("items", "")),
                 str(sum(failed)) if all(type(n) is int for n in failed) else " + ".join(map(str, failed)),
                 number(result.get("mean_context_tokens", 0), ",.0f"),
+                *([_cut_cell(result.get("cut_share", 0))] if cutting else []),
                 *(number(result.get(metric, 0), ".1f") for metric in ("sub_em", "em", "f1", "strict")),
             ]
         )
     return rows
 
 
-def write_page(run: RunView, output: Path, limits: ViewLimits) -> int:
-    """Write the page whole (a crash leaves the old one or none); returns its size in bytes."""
-    text = render_page(run, limits)
+def _cut_cell(value: Any) -> str:
+    return cut_label(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+
+
+def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoice | None = None) -> tuple[int, int]:
+    """Write the page whole (a crash leaves the old one or none); returns its size in bytes and the
+    number of questions it holds."""
+    text = render_page(run, limits, choice)
     write_text_atomic(output, text)
-    return len(text.encode("utf-8"))
+    return len(text.encode("utf-8")), text.count('<details class="item"')
+
+
+def is_page(path: Path) -> bool:
+    """Whether `path` is a page this viewer wrote (its mark in the first KiB): one it may replace."""
+    try:
+        with path.open("rb") as handle:
+            return PAGE_MARK in handle.read(1024)
+    except OSError:
+        return False

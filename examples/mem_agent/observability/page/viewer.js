@@ -7,6 +7,31 @@
   var filter = document.getElementById("filter");
   var outcome = document.getElementById("outcome");
   var shown = document.getElementById("shown");
+  var sort = document.getElementById("sort");
+  var list = document.getElementById("items");
+
+  // Rows sort by a number from the JSON block, largest first; a row without it goes last, and
+  // "page" puts the run's order back.
+  function reorder() {
+    var key = sort.value;
+    var order = items.slice();
+    if (key !== "page") {
+      order.sort(function (a, b) {
+        var x = data[Number(a.dataset.index)][key];
+        var y = data[Number(b.dataset.index)][key];
+        if (x === null || x === undefined) {
+          return y === null || y === undefined ? 0 : 1;
+        }
+        if (y === null || y === undefined) {
+          return -1;
+        }
+        return y - x;
+      });
+    }
+    order.forEach(function (item) {
+      list.appendChild(item);
+    });
+  }
 
   function apply() {
     var text = filter.value.toLowerCase();
@@ -24,6 +49,7 @@
   }
 
   filter.addEventListener("input", apply);
+  sort.addEventListener("change", reorder);
   outcome.addEventListener("change", apply);
   document.getElementById("expand").addEventListener("click", function () {
     items.forEach(function (item) {
@@ -48,6 +74,10 @@
   if (wanted.has("outcome")) {
     outcome.value = wanted.get("outcome");
   }
+  if (wanted.has("sort")) {
+    sort.value = wanted.get("sort");
+  }
+  reorder();
   apply();
   document.body.setAttribute("data-ready", "1");
 })();
