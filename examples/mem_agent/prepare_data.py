@@ -44,6 +44,7 @@ from pathlib import Path
 
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.data.row_sources import HUB_ANSWER_S
 from mem_agent.data.training_file import TrainingFileRequest, write_training_file
 
 
@@ -86,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="model folder or bundled:qwen3: report context token percentiles (default: none, no token counts)",
     )
+    parser.add_argument(
+        "--hub-timeout",
+        type=float,
+        default=HUB_ANSWER_S,
+        metavar="SECONDS",
+        help="how long to wait for the hub's first answer (default: %(default)g)",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file (default: refuse)")
     return parser
 
@@ -104,6 +112,7 @@ def _request(args: argparse.Namespace) -> TrainingFileRequest:
         seed=args.seed,
         tokenizer=args.tokenizer,
         force=args.force,
+        hub_timeout_s=args.hub_timeout,
     )
 
 

@@ -14,16 +14,26 @@ is train, `hotpotqa_dev.parquet` is dev = validation, `eval_50.json` is in neith
 connection or an unknown repository is one line (huggingface_hub retries a refused connection for
 about 25 s first). With `--hf-config` the dataset's own
 configuration is used instead, through `datasets` (e.g. `hotpot_qa`, `distractor`).
+
+The hub's first answer is awaited at most `answer_s` (`--hub-timeout`), with a line on stderr that
+says what is asked of whom: huggingface_hub's own client waits without a bound for a server that
+accepts a connection and never answers. The call runs in a daemon thread, so a refusal ends the
+process without waiting for it; the files themselves download under huggingface_hub's read timeout
+(HF_HUB_DOWNLOAD_TIMEOUT).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import queue
 import re
-from collections.abc import Iterator, Sequence
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.qa_rows import iter_raw_rows
@@ -84,7 +94,34 @@ def split_files(repo_files: Sequence[str], split: str) -> list[str]:
     return sorted(chosen)
 
 
-def hub_rows(name: str, split: str, revision: str | None) -> Iterator[SourceRow]:
+HUB_ANSWER_S = 60.0  # the default of --hub-timeout
+T = TypeVar("T")
+
+
+def answered(call: Callable[[], T], answer_s: float, asked: str) -> T:
+    """`call()`'s result, or a DataFormatError once `answer_s` has passed without one. The call runs
+    in a daemon thread: a hub that never answers cannot keep the process alive after the refusal."""
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    print(f"asking {endpoint} for {asked} (waiting up to {answer_s:g} s, --hub-timeout)", file=sys.stderr)
+    outcome: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def run() -> None:
+        try:
+            outcome.put((True, call()))
+        except BaseException as error:  # handed to the caller's thread as it is
+            outcome.put((False, error))
+
+    threading.Thread(target=run, name="hub-call", daemon=True).start()
+    try:
+        ok, value = outcome.get(timeout=answer_s)
+    except queue.Empty:
+        raise DataFormatError(f"{endpoint} gave no answer for {asked} within {answer_s:g} s (--hub-timeout)") from None
+    if not ok:
+        raise value
+    return value
+
+
+def hub_rows(name: str, split: str, revision: str | None, answer_s: float = HUB_ANSWER_S) -> Iterator[SourceRow]:
     """Rows of the data files of `split` in the hub dataset `name`, file by file."""
     try:
         import huggingface_hub
@@ -93,7 +130,11 @@ def hub_rows(name: str, split: str, revision: str | None) -> Iterator[SourceRow]
         raise DataFormatError("--hf-dataset needs huggingface_hub: pip install 'mem-agent[data]'") from None
     _quiet_hub()
     try:
-        files = huggingface_hub.list_repo_files(name, repo_type="dataset", revision=revision)
+        files = answered(
+            lambda: huggingface_hub.list_repo_files(name, repo_type="dataset", revision=revision),
+            answer_s,
+            f"the files of {name}",
+        )
         chosen = split_files(files, split)
         if not chosen:
             shown = ", ".join(f for f in files if PurePosixPath(f).suffix in DATA_SUFFIXES)[:300] or "none"
@@ -115,7 +156,7 @@ def _commit(path: Path, revision: str | None) -> str:
     return revision or "main"
 
 
-def datasets_rows(name: str, config: str | None, split: str) -> Iterator[SourceRow]:
+def datasets_rows(name: str, config: str | None, split: str, answer_s: float = HUB_ANSWER_S) -> Iterator[SourceRow]:
     """Rows of a hub dataset through `datasets` (a dataset with named configurations)."""
     try:
         import datasets
@@ -125,7 +166,9 @@ def datasets_rows(name: str, config: str | None, split: str) -> Iterator[SourceR
     datasets.logging.set_verbosity_error()
     source = f"{name}/{config}/{split}" if config else f"{name}/{split}"
     try:
-        stream = datasets.load_dataset(name, config, split=split, streaming=True)
+        stream = answered(
+            lambda: datasets.load_dataset(name, config, split=split, streaming=True), answer_s, f"the dataset {name}"
+        )
         for index, raw in enumerate(stream):
             yield SourceRow(source, f"{source}: row {index}", index, raw)
     except (OSError, ValueError, ConnectionError, *_http_errors()) as error:

@@ -25,7 +25,7 @@ from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.authors_layout import AuthorsRow, Layout, LayoutGuard, parse_authors_row
 from mem_agent.data.contexts import choose_documents, render_context
 from mem_agent.data.qa_rows import Paragraph, QaRow, parse_row
-from mem_agent.data.row_sources import SourceRow, datasets_rows, file_rows, hub_rows
+from mem_agent.data.row_sources import HUB_ANSWER_S, SourceRow, datasets_rows, file_rows, hub_rows
 from mem_agent.data.train_rows import authors_output_row, output_row
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError, encode, load_tokenizer
 
@@ -48,6 +48,7 @@ class TrainingFileRequest:
     seed: int
     tokenizer: str | None  # counts context tokens when given
     force: bool
+    hub_timeout_s: float = HUB_ANSWER_S  # how long the hub's first answer is awaited
 
 
 def write_training_file(request: TrainingFileRequest) -> Summary:
@@ -81,9 +82,9 @@ class ReadRow:
 def raw_rows(request: TrainingFileRequest) -> Iterator[SourceRow]:
     """Rows, each with its file, from whichever source was given."""
     if request.hf_dataset and request.hf_config:
-        yield from datasets_rows(request.hf_dataset, request.hf_config, request.split)
+        yield from datasets_rows(request.hf_dataset, request.hf_config, request.split, request.hub_timeout_s)
     elif request.hf_dataset:
-        yield from hub_rows(request.hf_dataset, request.split, request.hf_revision)
+        yield from hub_rows(request.hf_dataset, request.split, request.hf_revision, request.hub_timeout_s)
     else:
         yield from file_rows(request.input)
 
@@ -207,6 +208,8 @@ def _check_request(request: TrainingFileRequest) -> None:
         problems.append(f"--pool-size {request.pool_size} must be positive")
     if request.max_rows is not None and request.max_rows <= 0:
         problems.append(f"--max-rows {request.max_rows} must be positive")
+    if not 0 < request.hub_timeout_s < float("inf"):
+        problems.append(f"--hub-timeout {request.hub_timeout_s:g} must be a positive number of seconds")
     if request.output.is_dir():
         problems.append(f"--output {request.output} is a folder, not a file")
     elif request.output.exists() and not request.force:
