@@ -82,7 +82,7 @@ def comparison_problems(runs: Sequence[EvalRun]) -> list[str]:
     A fact a run does not record (an older summary.json) is not compared."""
     problems = []
     for first, other in itertools.combinations(runs, 2):
-        for label in sorted(first.lengths.keys() & other.lengths.keys(), key=_length_order):
+        for label in sorted(first.lengths.keys() & other.lengths.keys(), key=report.length_order):
             a, b = _sha(first, label), _sha(other, label)
             if a and b and a != b:
                 problems.append(f"eval_{label} differs (sha256 {a[:12]} in {first.path}, {b[:12]} in {other.path})")
@@ -107,12 +107,8 @@ def _rules(run: EvalRun) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(rules.items())) if isinstance(rules, dict) else "unrecorded"
 
 
-def _length_order(label: str) -> tuple[int, str]:
-    return (int(label), "") if label.isdigit() else (1 << 62, label)
-
-
 def all_lengths(runs: Sequence[EvalRun]) -> list[str]:
-    return sorted({label for run in runs for label in run.lengths}, key=_length_order)
+    return sorted({label for run in runs for label in run.lengths}, key=report.length_order)
 
 
 @dataclass(frozen=True)
@@ -138,7 +134,7 @@ def paired_difference(
     """Per shared length, then over all of them: the mean per-question difference and its interval,
     each run's mean on the shared questions, and each run's full-set figure."""
     per_length: list[tuple[str, np.ndarray]] = []
-    for label in sorted(first.items.keys() & second.items.keys(), key=_length_order):
+    for label in sorted(first.items.keys() & second.items.keys(), key=report.length_order):
         a, b = first.items[label], second.items[label]
         both = sorted(i for i in a.keys() & b.keys() if a[i].get("status") == b[i].get("status") == COMPLETED)
         pairs = np.array([[float(a[i][metric]), float(b[i][metric])] for i in both]).reshape(-1, 2) * 100.0

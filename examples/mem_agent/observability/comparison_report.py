@@ -30,6 +30,7 @@ SETTING_FACTS = ("mode", "model", "tokenizer", "direct", "config", "sampling", "
 
 
 def length_order(label: str) -> tuple[int, str]:
+    """Document counts as numbers (50 before 100), other labels (RULER's split_length) after them."""
     return (int(label), "") if label.isdigit() else (1 << 62, label)
 
 
