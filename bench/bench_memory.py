@@ -9,12 +9,14 @@ reported next to the file size and to what the same token ids would take as Pyth
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from mem_agent.common.jsonstream import write_json_array_atomic
@@ -52,6 +54,22 @@ def make_eval_file(path: Path, questions: int, documents: int, seed: int = 0) ->
     return path.stat().st_size
 
 
+@contextlib.contextmanager
+def latency_server(work: Path) -> Iterator[int]:
+    """The latency-model HTTP stand-in (64 tokens a turn, 5 ms) in its own process, healthy; its port."""
+    port = free_port()
+    server = start_process(
+        "latency server",
+        [sys.executable, "-m", "bench.latency_server", "--port", str(port), "--tokens", "64", "--delay-ms", "5"],
+        work / "latency_server.log",
+    )
+    try:
+        wait_healthy(server, f"http://127.0.0.1:{port}/health", timeout_s=60)
+        yield port
+    finally:
+        server.stop()
+
+
 def run(quick: bool) -> dict:
     questions, documents = (8, 400) if quick else (128, 6400)
     with tempfile.TemporaryDirectory(prefix="mem_agent_bench_memory_") as folder:
@@ -60,14 +78,7 @@ def run(quick: bool) -> dict:
         started = time.monotonic()
         file_bytes = make_eval_file(data, questions, documents)
         build_s = time.monotonic() - started
-        port = free_port()
-        server = start_process(
-            "latency server",
-            [sys.executable, "-m", "bench.latency_server", "--port", str(port), "--tokens", "64", "--delay-ms", "5"],
-            work / "latency_server.log",
-        )
-        try:
-            wait_healthy(server, f"http://127.0.0.1:{port}/health", timeout_s=60)
+        with latency_server(work) as port:
             argv = [
                 sys.executable,
                 "-m",
@@ -84,8 +95,6 @@ def run(quick: bool) -> dict:
             evaluator = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             _, status, usage = os.wait4(evaluator.pid, 0)
             eval_s = time.monotonic() - started
-        finally:
-            server.stop()
         records = read_results(work / "out" / f"results_{documents}.jsonl")
     tokens = sum(int(r.get("context_tokens", 0)) for r in records)
     requests = sum(int(r.get("num_chunks", 0)) + 1 for r in records)  # a memory turn per chunk, then the answer

@@ -30,12 +30,11 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_chunking import linear_fit
-from bench.bench_memory import WORDS, make_eval_file
+from bench.bench_memory import WORDS, latency_server, make_eval_file
 from mem_agent.common.token_file import spill
 from mem_agent.data.hotpot_corpus import read_corpus
 from mem_agent.data.index_files import write_index_files
 from mem_agent.evaluation.results import read_results
-from mem_agent.serving.processes import free_port, start_process, wait_healthy
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, encode, load_tokenizer
 
 CHUNK_TOKENS = 5000
@@ -90,18 +89,9 @@ def memory(work: Path, quick: bool, questions: int | None = None) -> dict:
         write_index_files(corpus, [documents], [index_file], questions, seed=42)
     text_file.parent.mkdir()
     make_eval_file(text_file, questions, text_documents)
-    port = free_port()
-    server = start_process(
-        "latency server",
-        [sys.executable, "-m", "bench.latency_server", "--port", str(port), "--tokens", "64", "--delay-ms", "5"],
-        work / "latency_server.log",
-    )
-    try:
-        wait_healthy(server, f"http://127.0.0.1:{port}/health", timeout_s=60)
+    with latency_server(work) as port:
         index = _evaluate(work, index_file, port, ["--corpus", str(corpus)])
         text = _evaluate(work, text_file, port, [])
-    finally:
-        server.stop()
     return {
         "server": "latency-model HTTP stand-in (64 tokens per turn, 5 ms), its own process",
         "questions": questions,
