@@ -91,20 +91,11 @@ def keep(argv: Sequence[str], *, parent: int, grace_s: float, log_path: Path, cw
         signal.signal(number, lambda signum, frame: asked.append(signum))
     if os.getppid() != parent:
         return 1
-    with log_path.open("ab") as log:
-        try:
-            head = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=signal_on_parent_death(signal.SIGTERM),
-            )
-        except OSError as error:
-            print(f"error: cannot start {argv[0]}: {error}", file=sys.stderr)
-            return 1
+    try:
+        head = _in_own_session(argv, cwd, log_path, signal_on_parent_death(signal.SIGTERM))
+    except OSError as error:
+        print(f"error: cannot start {argv[0]}: {error}", file=sys.stderr)
+        return 1
     print(head.pid, flush=True)
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the launcher reads one line only
     while head.poll() is None and not asked and os.getppid() == parent:
@@ -146,20 +137,28 @@ class RayHead:
             print(f"warning: the Ray head's keeper (pid {self.process.pid}) has not finished its stop", file=sys.stderr)
 
 
+def _in_own_session(
+    argv: Sequence[str], cwd: Path, log_path: Path, preexec: Callable[[], None] | None = None
+) -> subprocess.Popen[bytes]:
+    """`argv` started in a session of its own, its output appended to `log_path`."""
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec,
+        )
+
+
 def start_head(argv: Sequence[str], *, log_path: Path, cwd: Path, grace_s: float, kept: bool) -> RayHead:
     """Start `argv` (`ray start --head ... --block`) from `cwd` (the workers of a job without a working_dir
     run in the folder their raylet was started from, and the trainers' scripts rely on that)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if kept:
-        with log_path.open("ab") as log:
-            head = subprocess.Popen(
-                list(argv),
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        head = _in_own_session(argv, cwd, log_path)
         return RayHead(head.pid, head, log_path, grace_s, kept=True)
     keeper_argv = [sys.executable, "-m", "mem_agent.launch", "ray-head", "--parent", str(os.getpid())]
     keeper_argv += ["--grace", str(grace_s), "--log", str(log_path), "--cwd", str(cwd), "--", *argv]
