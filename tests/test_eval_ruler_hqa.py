@@ -127,7 +127,8 @@ def test_a_malformed_item_stops_the_run_with_its_position_before_any_item_runs(s
     """The whole file is checked before the first request: a bad item late in a file never leaves
     a half-made results folder behind."""
     bad = tmp_path / "eval_7.json"
-    bad.write_text(json.dumps([{"input": "q?", "answers": ["a"], "context": "Document 1:\nT\nText."}, {"input": "q?", "answers": ["a"]}]))
+    items = [{"input": "q?", "answers": ["a"], "context": "Document 1:\nT\nText."}, {"input": "q?", "answers": ["a"]}]
+    bad.write_text(json.dumps(items))
     code = eval_ruler_hqa.main(
         [
             "--data",
