@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from mem_agent import compare, eval_ruler_hqa
-from mem_agent.evaluation.paper_tables import load_tables
+from mem_agent.evaluation.paper_tables import choose_all, load_tables
+from mem_agent.evaluation.reporting import EvalFileReport, write_reports
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
 
@@ -92,3 +93,60 @@ def test_a_paper_choice_that_cannot_be_honoured_is_refused(run_folder, tmp_path,
     assert compare.main([str(run_folder), *argv, "--output-dir", str(tmp_path / "out")]) == 2
     assert named in capsys.readouterr().err
     assert not (tmp_path / "out" / "paper_comparison.json").exists()
+
+
+def test_the_evaluator_sets_its_run_beside_a_published_row(make_eval_files, instant_server, tmp_path):
+    root = make_eval_files(50, 100, questions=2)
+    fast = [flag for flag in FAST if flag != "--no-plot"]
+    argv = ["--data-root", str(root), "--lengths", "50", "100", "--url", instant_server, *fast]
+    beside, alone = tmp_path / "beside", tmp_path / "alone"
+    paper = ["--paper", "memagent-v1-ruler-hqa:RL-MemAgent-7B"]
+    assert eval_ruler_hqa.main([*argv, "--output-dir", str(beside), *paper]) == 0
+    assert eval_ruler_hqa.main([*argv, "--output-dir", str(alone)]) == 0
+    (entry,) = json.loads((beside / "summary.json").read_text())["paper"]
+    assert entry["table"] == "memagent-v1-ruler-hqa" and "2507.02259" in entry["cited"] and entry["source"]
+    assert entry["columns"] == {"50": "7K", "100": "14K"}
+    assert entry["rows"] == {"RL-MemAgent-7B": {"50": 82.03, "100": 79.69}}
+    assert json.loads((alone / "summary.json").read_text())["paper"] == []
+    plots = [folder / "accuracy_vs_length.png" for folder in (beside, alone)]
+    assert all(plot.read_bytes()[:4] == b"\x89PNG" for plot in plots)
+    assert plots[0].read_bytes() != plots[1].read_bytes(), "the published row is drawn"
+    # Every item done: the report is rewritten, and the table named this time is the one kept.
+    whole = ["--paper", "memagent-v1-ruler-hqa"]
+    assert eval_ruler_hqa.main([*argv, "--output-dir", str(beside), *whole]) == 0
+    (entry,) = json.loads((beside / "summary.json").read_text())["paper"]
+    assert len(entry["rows"]) == 8 and entry["rows"]["RL-MemAgent-14B"] == {"50": 83.59, "100": 82.03}
+
+
+def test_a_published_ruler_average_is_set_under_the_heat_map(tmp_path, capsys):
+    def report(label: str, sub_em: float) -> EvalFileReport:
+        (tmp_path / f"results_{label}.jsonl").write_text("")
+        summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "sub_em": sub_em, "mean_context_tokens": 9e3}
+        return EvalFileReport(label, tmp_path / f"eval_{label}.json", summary | {"em": 0.0, "f1": 0.0, "reused": 0})
+
+    reports = [report("vt_8192", 80.0), report("cwe_8192", 40.0), report("vt_16384", 30.0)]
+    papers = choose_all(["memagent-v1-ruler-average:RL-MemAgent-7B"])
+    write_reports(reports, tmp_path, [{"mode": "memagent"}], papers=papers)
+    table = {
+        cells[0]: cells[1:]
+        for line in capsys.readouterr().out.splitlines()
+        if " | " in line
+        for cells in [[cell.strip() for cell in line.split(" | ")]]
+    }
+    assert table["split"] == ["8K", "16K"]
+    assert table["average of 2 splits"] == ["60.0", "30.0"]
+    (published,) = [row for name, row in table.items() if name.startswith("RL-MemAgent-7B (arXiv")]
+    assert published == ["93.0", "92.0"]
+    (entry,) = json.loads((tmp_path / "summary.json").read_text())["paper"]
+    assert entry["rows"] == {"RL-MemAgent-7B": {"8192": 93.03, "16384": 92.03}}
+    assert (tmp_path / "ruler_heatmap.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_paper_the_evaluator_cannot_find_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = tmp_path / "out"
+    argv = ["--data", str(tmp_path / "eval_50.json"), "--output-dir", str(out), "--url", "http://127.0.0.1:9"]
+    argv += ["--paper", "memagent-v9", "--paper", "memagent-v1-ruler-hqa:Nobody-7B"]
+    assert eval_ruler_hqa.main(argv) == 2
+    error = capsys.readouterr().err
+    assert "memagent-v9" in error and "Nobody-7B" in error and "Traceback" not in error
+    assert not out.exists()

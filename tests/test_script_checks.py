@@ -139,10 +139,11 @@ def test_run_eval_converts_nothing_before_every_setting_is_known_to_be_good(tmp_
     assert not (tmp_path / "converted").exists() and not (tmp_path / "t" / "save_hf").exists()
 
 
-def test_run_eval_lets_the_evaluator_check_its_arguments_before_anything_starts(tmp_path):
-    result = _script(RUN_EVAL, {"EXTRA_EVAL_ARGS": "--no-such-flag"}, cwd=tmp_path)
+@pytest.mark.parametrize("given", ["--no-such-flag", "--paper memagent-v9"])
+def test_run_eval_lets_the_evaluator_check_its_arguments_before_anything_starts(tmp_path, given):
+    result = _script(RUN_EVAL, {"EXTRA_EVAL_ARGS": given}, cwd=tmp_path)
     (problem,) = refusal(result)
-    assert named([problem]) == ["EXTRA_EVAL_ARGS"] and "--no-such-flag" in problem
+    assert named([problem]) == ["EXTRA_EVAL_ARGS"] and given.split()[-1] in problem
     assert list(tmp_path.iterdir()) == []
 
 

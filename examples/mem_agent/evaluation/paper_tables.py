@@ -14,6 +14,7 @@ A choice is written TABLE or TABLE:ROW (`memagent-v1-ruler-hqa:RL-MemAgent-7B`),
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,3 +99,41 @@ def protocol_differences(table: PaperTable, facts: dict[str, Any]) -> list[str]:
             f"direct window: paper {table.protocol.get('direct_window', 'not stated')}; this run {window}"
         )
     return differences
+
+
+Chosen = tuple[PaperTable, tuple[PaperRow, ...]]
+
+
+def choose_all(choices: Sequence[str]) -> tuple[Chosen, ...]:
+    """Every --paper choice, each problem named at once (a UsageError)."""
+    tables = load_tables()
+    chosen, problems = [], []
+    for choice in choices:
+        try:
+            chosen.append(choose(choice, tables))
+        except UsageError as error:
+            problems.append(str(error))
+    if problems:
+        raise UsageError(problems)
+    return tuple(chosen)
+
+
+def beside_run(chosen: Sequence[Chosen], labels: Iterable[str]) -> list[dict[str, Any]]:
+    """summary.json's 'paper': each chosen table's rows at the lengths this run has (its labels:
+    RULER-HQA document counts, RULER token counts), with where the numbers come from."""
+    held = set(labels)
+    entries = []
+    for table, rows in chosen:
+        columns = [label for label in table.columns if label in held]
+        entries.append(
+            {
+                "table": table.name,
+                "cited": table.cited,
+                "version": f"arXiv {table.arxiv}{table.version}",
+                "source": table.source,
+                "metric": table.metric,
+                "columns": {label: table.columns[label] for label in columns},
+                "rows": {row.model: {label: row.values.get(label) for label in columns} for row in rows},
+            }
+        )
+    return entries

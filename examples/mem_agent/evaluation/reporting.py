@@ -25,6 +25,7 @@ from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.paper_tables import Chosen, beside_run
 from mem_agent.evaluation.ruler_items import ruler_name
 from mem_agent.evaluation.ruler_report import (
     HEATMAP_NAME,
@@ -202,11 +203,14 @@ def write_reports(
     *,
     plot: bool = True,
     keep_other_labels: bool = False,
+    papers: Sequence[Chosen] = (),
 ) -> None:
     """The table on stdout, then summary.json and the plot; `runs` are the facts of every run that
     produced these results, oldest first (the last is the latest). With `keep_other_labels` the
     lengths an earlier run evaluated into this folder and this one did not stay in both (their
-    results files are still there, made with the settings `runs` records)."""
+    results files are still there, made with the settings `runs` records). `papers` (--paper) are
+    set beside the run: in summary.json's 'paper', on the accuracy plot (sub_em tables) and under
+    the heat map (RULER averages)."""
     ruler = [entry for r in reports if (entry := ruler_entry(r.label, r.path, r.summary)) is not None]
     reports = [r for r in reports if ruler_name(r.path) is None]
     if keep_other_labels:
@@ -214,21 +218,28 @@ def write_reports(
         ruler = with_earlier_entries(ruler, output_dir)
     if reports:
         print(format_table(reports), flush=True)
+    beside = beside_run(papers, [r.label for r in reports] + [str(entry["length"]) for entry in ruler])
+    hqa_paper = [entry for entry in beside if entry["metric"] == "sub_em"]
+    ruler_paper = [entry for entry in beside if entry["metric"] == "ruler_average"]
     if ruler:
-        print(format_heatmap_table(ruler), flush=True)
+        print(format_heatmap_table(ruler, ruler_paper), flush=True)
+    for entry in beside:
+        if not entry["columns"]:
+            print(f"--paper {entry['table']}: none of its lengths is in this run, so it is not drawn")
     document = {
         "suites": [suite for suite, held in (("hqa", reports), ("ruler", ruler)) if held],
         "results": [{"label": r.label, "file": str(r.path), **r.summary} for r in reports],
         "ruler": ruler,
+        "paper": beside,
         "run": runs[-1] if runs else None,
         "earlier_runs": list(runs[:-1]),
     }
     write_text_atomic(output_dir / SUMMARY_NAME, json.dumps(document, indent=2) + "\n")
     plots = [name for name, held in ((PLOT_NAME, reports), (HEATMAP_NAME, ruler)) if plot and held]
     if plot and reports:
-        plot_accuracy(reports, output_dir / PLOT_NAME)
+        plot_accuracy(reports, output_dir / PLOT_NAME, hqa_paper)
     if plot and ruler:
-        plot_heatmap(ruler, output_dir / HEATMAP_NAME)
+        plot_heatmap(ruler, output_dir / HEATMAP_NAME, ruler_paper)
     print(f"summary: {output_dir / SUMMARY_NAME}" + "".join(f"  plot: {output_dir / name}" for name in plots))
 
 
@@ -251,9 +262,10 @@ def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> l
     return sorted(merged, key=lambda r: (0, int(r.label), "") if r.label.isdigit() else (1, 0, r.label))
 
 
-def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
+def plot_accuracy(reports: Sequence[EvalFileReport], path: Path, paper: Sequence[dict[str, Any]] = ()) -> None:
     """sub_em against mean context tokens on a log axis, each point labelled with its doc count and,
-    where the run cut its contexts, the share cut."""
+    where the run cut its contexts, the share cut; `paper` (beside_run's sub_em entries) dashed, each
+    published number at this run's tokens for that document count."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -263,10 +275,19 @@ def plot_accuracy(reports: Sequence[EvalFileReport], path: Path) -> None:
     cuts = {r.label: float(r.summary.get("cut_share") or 0.0) for r in reports}
     figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
     xs = [max(x, 1.0) for x, _, _ in points]
-    axes.plot(xs, [y for _, y, _ in points], marker="o", color="#1f6feb")
+    axes.plot(xs, [y for _, y, _ in points], marker="o", color="#1f6feb", label="this run")
     for x, (_, y, label) in zip(xs, points, strict=True):
         note = f"{label} docs" + (f", {cut_label(cuts[label])} cut" if cuts[label] else "")
         axes.annotate(note, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    at = {label: x for x, (_, _, label) in zip(xs, points, strict=True)}
+    published_rows = [(model, values, entry["version"]) for entry in paper for model, values in entry["rows"].items()]
+    for colour, (model, values, version) in enumerate(published_rows, start=1):  # C0 is like this run's blue
+        published = sorted((at[label], value) for label, value in values.items() if value is not None)
+        if published:
+            line = [x for x, _ in published], [y for _, y in published]
+            axes.plot(*line, linestyle="--", marker="x", color=f"C{colour % 10}", label=f"{model} ({version})")
+    if paper:
+        axes.legend(fontsize=7)
     axes.set_xscale("log")
     axes.set_xticks(xs, [tokens_label(x) for x in xs])
     axes.minorticks_off()

@@ -54,6 +54,7 @@ class EvalRequest:
     limit: int | None
     force: bool
     no_plot: bool
+    paper: tuple[str, ...]
     save_trajectories: bool
     check: bool
 
@@ -63,7 +64,8 @@ class EvalRequest:
             return None if values is None else tuple(values)
 
         lists = {name: _tuple(getattr(args, name)) for name in ("lengths", "ruler_splits", "ruler_lengths")}
-        return cls(**vars(args) | {"data": tuple(args.data), "url": tuple(args.url or ())} | lists)
+        given = {"data": tuple(args.data), "url": tuple(args.url or ()), "paper": tuple(args.paper)}
+        return cls(**vars(args) | given | lists)
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -194,6 +196,15 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
     parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
     parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
+    parser.add_argument(
+        "--paper",
+        action="append",
+        default=[],
+        metavar="TABLE[:ROW]",
+        help="set the run beside a published table (evaluation/paper_tables.json; repeatable): a sub_em table's"
+        " rows are drawn dashed on the accuracy plot, a ruler_average table's below the heat map; both go to"
+        " summary.json's 'paper', the lengths this run has (default: none)",
+    )
     parser.add_argument(
         "--save-trajectories",
         action="store_true",

@@ -50,11 +50,26 @@ def with_earlier_entries(entries: Sequence[dict[str, Any]], output_dir: Path) ->
     return sorted(merged, key=lambda e: (RULER_SPLITS.index(e["split"]), int(e["length"])))
 
 
-def _grid(entries: Iterable[dict[str, Any]]) -> tuple[list[str], list[int], dict[tuple[str, int], float]]:
+def _grid(
+    entries: Iterable[dict[str, Any]], paper: Sequence[dict[str, Any]] = ()
+) -> tuple[list[str], list[int], dict[tuple[str, int], float]]:
+    """Rows (the splits run, in RULER's order; with `paper`, then this run's average over them and
+    each published row), the lengths run, and the cells that hold a number."""
     cells = {(e["split"], int(e["length"])): float(e["sub_em"]) for e in entries}
-    splits = [split for split in RULER_SPLITS if any(s == split for s, _ in cells)]
+    rows = [split for split in RULER_SPLITS if any(s == split for s, _ in cells)]
     lengths = sorted({length for _, length in cells})
-    return splits, lengths, cells
+    if paper:
+        average = f"average of {len(rows)} splits"
+        for length in lengths:
+            held = [cells[(split, length)] for split in rows if (split, length) in cells]
+            cells[(average, length)] = sum(held) / len(held)
+        rows.append(average)
+        for entry in paper:
+            for model, values in entry["rows"].items():
+                name = f"{model} ({entry['version']})"
+                cells |= {(name, int(label)): value for label, value in values.items() if value is not None}
+                rows.append(name)
+    return rows, lengths, cells
 
 
 def length_label(tokens: int) -> str:
@@ -62,9 +77,10 @@ def length_label(tokens: int) -> str:
     return f"{tokens // 1048576}M" if tokens % 1048576 == 0 else f"{tokens / 1024:g}K"
 
 
-def format_heatmap_table(entries: Sequence[dict[str, Any]]) -> str:
-    """The heat map as a text table: a row per split, a column per length, '-' where not run."""
-    splits, lengths, cells = _grid(entries)
+def format_heatmap_table(entries: Sequence[dict[str, Any]], paper: Sequence[dict[str, Any]] = ()) -> str:
+    """The heat map as a text table: a row per split, a column per length, '-' where not run;
+    `paper` (beside_run's ruler_average entries) adds this run's average and the published rows."""
+    splits, lengths, cells = _grid(entries, paper)
     header = ["split", *(length_label(n) for n in lengths)]
     rows = [[split, *(f"{cells[(split, n)]:.1f}" if (split, n) in cells else "-" for n in lengths)] for split in splits]
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
@@ -73,25 +89,29 @@ def format_heatmap_table(entries: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot_heatmap(entries: Sequence[dict[str, Any]], path: Path) -> None:
-    """The heat map as a PNG: splits by lengths, each cell coloured and written with its score."""
+def plot_heatmap(entries: Sequence[dict[str, Any]], path: Path, paper: Sequence[dict[str, Any]] = ()) -> None:
+    """The heat map as a PNG: splits by lengths, each cell coloured and written with its score
+    (with `paper`, the rows format_heatmap_table adds, below the splits)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    splits, lengths, cells = _grid(entries)
+    splits, lengths, cells = _grid(entries, paper)
     values = np.full((len(splits), len(lengths)), np.nan)
     for row, split in enumerate(splits):
         for column, length in enumerate(lengths):
             values[row, column] = cells.get((split, length), np.nan)
-    figure, axes = plt.subplots(figsize=(1.2 * len(lengths) + 2.4, 0.45 * len(splits) + 1.4), dpi=120)
+    width = 1.2 * len(lengths) + 1.0 + 0.075 * max(len(name) for name in splits)  # the row names fit
+    figure, axes = plt.subplots(figsize=(width, 0.45 * len(splits) + 1.4), dpi=120)
     axes.imshow(values, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
     for row in range(len(splits)):
         for column in range(len(lengths)):
             if not np.isnan(values[row, column]):
                 axes.text(column, row, f"{values[row, column]:.1f}", ha="center", va="center", fontsize=8)
+    if paper:  # the splits above, the averages (this run's, the paper's) below
+        axes.axhline(sum(split in RULER_SPLITS for split in splits) - 0.5, color="white", linewidth=3)
     axes.set_xticks(range(len(lengths)), [length_label(n) for n in lengths])
     axes.set_yticks(range(len(splits)), splits)
     axes.set_xlabel("context length (tokens)")

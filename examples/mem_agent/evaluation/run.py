@@ -165,8 +165,8 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
     reused = sum(store.report.kept for store in run.stores.values())
     facts = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
     earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds)]
-    plot, keep_other_labels = not request.no_plot, not request.force
-    write_reports(reports, request.output_dir, earlier_runs, plot=plot, keep_other_labels=keep_other_labels)
+    plot, keep, papers = not request.no_plot, not request.force, run.settings.papers
+    write_reports(reports, request.output_dir, earlier_runs, plot=plot, keep_other_labels=keep, papers=papers)
     _point_to_views(request)
     _explain_failures(evaluator.reasons, list(evaluator.failed_files))
     return 1 if any(report.summary["completed"] < report.summary["items"] for report in reports) else 0
@@ -196,7 +196,8 @@ def _report_only(request: EvalRequest, run: _Run) -> int:
         reports.append(EvalFileReport(file.label, file.path, summary))
     total = sum(run.plan.expected.values())
     print(f"nothing new to run: all {total} results come from earlier runs, which summary.json describes")
-    write_reports(reports, request.output_dir, run.earlier_runs, plot=not request.no_plot, keep_other_labels=True)
+    plot, papers = not request.no_plot, run.settings.papers
+    write_reports(reports, request.output_dir, run.earlier_runs, plot=plot, keep_other_labels=True, papers=papers)
     return 0
 
 

@@ -20,6 +20,7 @@ from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import gather, problems_to_error
 from mem_agent.evaluation.files import EvalFile, check_eval_file, corpus_of, file_sha256, resolve_files
+from mem_agent.evaluation.paper_tables import Chosen, choose_all
 from mem_agent.evaluation.reporting import check_reuse, facts_known_without_a_server
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import completed_ids
@@ -42,6 +43,7 @@ class RunSettings:
     mode: str  # memagent, rememr1, or direct (the long-context baseline)
     sampling: SamplingParams
     servers: tuple[ClientSettings, ...]  # the addresses given, their form checked; not connected to yet
+    papers: tuple[Chosen, ...] = ()  # --paper: the published tables the reports set this run beside
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,15 @@ class DataPlan:
 
 def check_arguments(request: EvalRequest) -> RunSettings:
     """Every flag and MEM_* setting, every problem at once (a UsageError listing them)."""
-    (config, mode), sampling, _ = gather(
-        lambda: _config_and_mode(request), lambda: sampling_from_args(request), lambda: _check_positive(request)
+    (config, mode), sampling, _, papers = gather(
+        lambda: _config_and_mode(request),
+        lambda: sampling_from_args(request),
+        lambda: _check_positive(request),
+        lambda: choose_all(request.paper),
     )
     # The addresses' form first (cheap); they are connected to only once there is work for them.
     servers = tuple(client_settings(url, request, config, request.concurrency) for url in request.url)
-    return RunSettings(config, mode, sampling, servers)
+    return RunSettings(config, mode, sampling, servers, papers)
 
 
 def check_data(
