@@ -16,6 +16,7 @@ the index file is built by our own builder (data/index_files.py).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -130,18 +131,27 @@ def time_per_token(work: Path, quick: bool) -> dict:
     }
 
 
-def run(quick: bool, questions: int | None = None) -> dict:
+def run(quick: bool, questions: int | None = None, *, memory_only: bool = False) -> dict:
     with tempfile.TemporaryDirectory(prefix="mem_agent_bench_over_1m_") as folder:
         work = Path(folder)
         started = time.monotonic()
         make_corpus(work / "hotpotqa_dev.json", rows=800 if quick else 6664)
         result: dict = {"corpus_build_s": round(time.monotonic() - started, 1)}
-        result["time_per_token"] = time_per_token(work, quick)
-        print(json.dumps(result["time_per_token"]), file=sys.stderr, flush=True)
+        if not memory_only:
+            result["time_per_token"] = time_per_token(work, quick)
+            print(json.dumps(result["time_per_token"]), file=sys.stderr, flush=True)
         result["memory"] = memory(work, quick, questions)
     return result
 
 
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_over_1m", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="400 documents, 8 questions, five lengths")
+    parser.add_argument("--questions", type=int, default=None, help="questions, all in flight (default: 128)")
+    parser.add_argument("--memory-only", action="store_true", help="skip the time-per-token fit")
+    args = parser.parse_args(argv)
+    print(json.dumps(run(args.quick, args.questions, memory_only=args.memory_only), indent=2))
+
+
 if __name__ == "__main__":
-    count = int(sys.argv[sys.argv.index("--questions") + 1]) if "--questions" in sys.argv else None
-    print(json.dumps(run(quick="--quick" in sys.argv, questions=count), indent=2))
+    main()
