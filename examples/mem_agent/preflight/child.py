@@ -40,6 +40,7 @@ from mem_agent.preflight.step import StepReport, StepRequest, run_step
 PROGRESS_S = 10.0  # at most this long between two progress lines
 PARENT_POLL_S = 0.5
 STOP_WAIT_S = 5.0
+EXIT_GRACE_S = 2.0  # a child with a verdict sent: its time to exit before its group is killed
 
 
 class Imported:
@@ -71,8 +72,11 @@ def _child_main(connection: Connection, request: StepRequest, parent: int) -> No
         connection.close()
 
 
-def _stop(process: multiprocessing.process.BaseProcess) -> None:
-    """The child's whole process group, whatever it is doing."""
+def _stop(process: multiprocessing.process.BaseProcess, grace_s: float) -> None:
+    """The child's whole process group, whatever it is doing, once the child has had `grace_s` to
+    end on its own (a child that sent its verdict exits normally, so its exit handlers run: a
+    coverage run records it)."""
+    process.join(grace_s)
     if process.pid is not None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -127,9 +131,12 @@ def run_in_child(request: StepRequest, import_timeout_s: float, progress: Callab
     process.start()
     writer.close()  # the child holds the only writer: its end is an EOF here
     train = shown_path(request.launch.entry, request.root)
+    grace_s = 0.0
     try:
-        return _wait_for_verdict(process, reader, train, import_timeout_s, progress)
+        report = _wait_for_verdict(process, reader, train, import_timeout_s, progress)
+        grace_s = EXIT_GRACE_S
+        return report
     finally:
         reader.close()
-        _stop(process)
+        _stop(process, grace_s)
         sys.stderr.flush()
