@@ -219,6 +219,11 @@ def test_the_memory_agent_and_the_baseline_of_one_evaluator_compare_end_to_end(
             assert eval_ruler_hqa.main(argv) == 0
     capsys.readouterr()
     assert compare.main([str(runs["memagent"]), str(runs["direct"]), "--output-dir", str(tmp_path / "cmp")]) == 0
-    assert "note:" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "note:" not in printed
+    # The memory agent's settings a direct run never read are one line, not one each.
+    (unused,) = [line for line in printed.splitlines() if "not used" in line]
+    assert "direct" in unused and "chunk_tokens=512" in unused and "max_memory_tokens=16" in unused
+    assert not any(line.strip().startswith("config.") for line in printed.splitlines())
     numbers = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     assert [(p["length"], p["questions"]) for p in numbers["pairs"]] == [("6", 3), ("12", 3), ("all", 6)]

@@ -160,18 +160,31 @@ def _unused(run: Any, key: str) -> bool:
     return key == "config" and run.mode == DIRECT_MODE
 
 
+NOT_USED = "not used"
+
+
 def _text(value: Any, unused: bool = False) -> str:
     if value is None:
-        return "not used" if unused else "unset"
-    return str(value)
+        return NOT_USED if unused else "unset"
+    return '""' if value == "" else str(value)
 
 
 def settings_lines(runs: Sequence[Any], differing: dict[str, list[str]]) -> list[str]:
+    """A line per setting that differs; the memory agent's settings that differ only because a
+    direct run never read them are one line, with the value the other runs share."""
     if not differing:
         return ["settings: the same in every run (mode, model, sampling, answer-shaping settings, prompts)"]
     lines = ["settings that differ:"]
+    unused: dict[tuple[str, ...], list[str]] = {}
     for name, values in differing.items():
+        used = {value for value in values if value != NOT_USED}
+        if NOT_USED in values and len(used) == 1:
+            skipping = tuple(run.name for run, value in zip(runs, values, strict=True) if value == NOT_USED)
+            unused.setdefault(skipping, []).append(f"{name.removeprefix('config.')}={used.pop()}")
+            continue
         lines.append(f"  {name}: " + " | ".join(f"{run.name}={value}" for run, value in zip(runs, values, strict=True)))
+    for skipping, settings in unused.items():
+        lines.append(f"  not used by {', '.join(skipping)} (direct); the others: {', '.join(settings)}")
     return lines
 
 
