@@ -184,7 +184,7 @@ def settings_lines(runs: Sequence[Any], differing: dict[str, list[str]]) -> list
             continue
         lines.append(f"  {name}: " + " | ".join(f"{run.name}={value}" for run, value in zip(runs, values, strict=True)))
     for skipping, settings in unused.items():
-        lines.append(f"  not used by {', '.join(skipping)} (direct); the others: {', '.join(settings)}")
+        lines.append(f"  not used by direct run {', '.join(skipping)}; the others: {', '.join(settings)}")
     return lines
 
 
