@@ -124,8 +124,9 @@ def test_a_published_ruler_average_is_set_under_the_heat_map(tmp_path, capsys):
         summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "sub_em": sub_em, "mean_context_tokens": 9e3}
         return EvalFileReport(label, tmp_path / f"eval_{label}.json", summary | {"em": 0.0, "f1": 0.0, "reused": 0})
 
-    reports = [report("vt_8192", 80.0), report("cwe_8192", 40.0), report("vt_16384", 30.0)]
-    papers = choose_all(["memagent-v1-ruler-average:RL-MemAgent-7B"])
+    reports = [report("vt_8192", 80.0), report("cwe_8192", 40.0), report("vt_16384", 30.0), report("vt_1600", 9.0)]
+    # A RULER length that is also a RULER-HQA document count (1600) is not set beside the HQA table.
+    papers = choose_all(["memagent-v1-ruler-average:RL-MemAgent-7B", "memagent-v1-ruler-hqa:RL-MemAgent-7B"])
     write_reports(reports, tmp_path, [{"mode": "memagent"}], papers=papers)
     table = {
         cells[0]: cells[1:]
@@ -133,12 +134,13 @@ def test_a_published_ruler_average_is_set_under_the_heat_map(tmp_path, capsys):
         if " | " in line
         for cells in [[cell.strip() for cell in line.split(" | ")]]
     }
-    assert table["split"] == ["8K", "16K"]
-    assert table["average of 2 splits"] == ["60.0", "30.0"]
+    assert table["split"] == ["1600", "8K", "16K"]
+    assert table["average of 2 splits"] == ["9.0", "60.0", "30.0"]
     (published,) = [row for name, row in table.items() if name.startswith("RL-MemAgent-7B (arXiv")]
-    assert published == ["93.0", "92.0"]
-    (entry,) = json.loads((tmp_path / "summary.json").read_text())["paper"]
-    assert entry["rows"] == {"RL-MemAgent-7B": {"8192": 93.03, "16384": 92.03}}
+    assert published == ["-", "93.0", "92.0"]
+    ruler_average, hqa = json.loads((tmp_path / "summary.json").read_text())["paper"]
+    assert ruler_average["rows"] == {"RL-MemAgent-7B": {"8192": 93.03, "16384": 92.03}}
+    assert hqa["table"] == "memagent-v1-ruler-hqa" and hqa["columns"] == {} and hqa["rows"] == {"RL-MemAgent-7B": {}}
     assert (tmp_path / "ruler_heatmap.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -118,13 +118,16 @@ def choose_all(choices: Sequence[str]) -> tuple[Chosen, ...]:
     return tuple(chosen)
 
 
-def beside_run(chosen: Sequence[Chosen], labels: Iterable[str]) -> list[dict[str, Any]]:
-    """summary.json's 'paper': each chosen table's rows at the lengths this run has (its labels:
-    RULER-HQA document counts, RULER token counts), with where the numbers come from."""
-    held = set(labels)
+def beside_run(
+    chosen: Sequence[Chosen], hqa_labels: Iterable[str], ruler_lengths: Iterable[int]
+) -> list[dict[str, Any]]:
+    """summary.json's 'paper': each chosen table's rows at the lengths this run has (a sub_em
+    table's at its RULER-HQA document counts, a ruler_average table's at its RULER lengths in
+    tokens), with where the numbers come from."""
+    held = {"sub_em": set(hqa_labels), "ruler_average": {str(length) for length in ruler_lengths}}
     entries = []
     for table, rows in chosen:
-        columns = [label for label in table.columns if label in held]
+        columns = [label for label in table.columns if label in held.get(table.metric, set())]
         entries.append(
             {
                 "table": table.name,

@@ -218,7 +218,7 @@ def write_reports(
         ruler = with_earlier_entries(ruler, output_dir)
     if reports:
         print(format_table(reports), flush=True)
-    beside = beside_run(papers, [r.label for r in reports] + [str(entry["length"]) for entry in ruler])
+    beside = beside_run(papers, [r.label for r in reports], [int(entry["length"]) for entry in ruler])
     hqa_paper = [entry for entry in beside if entry["metric"] == "sub_em"]
     ruler_paper = [entry for entry in beside if entry["metric"] == "ruler_average"]
     if ruler:

@@ -73,8 +73,11 @@ def _grid(
 
 
 def length_label(tokens: int) -> str:
-    """A RULER length as the paper writes it: 8K, 128K, 1M."""
-    return f"{tokens // 1048576}M" if tokens % 1048576 == 0 else f"{tokens / 1024:g}K"
+    """A RULER length as the paper writes it: 8K, 128K, 1M (a length that is no multiple of 1024
+    tokens as its number: 512, 1600)."""
+    if tokens % 1048576 == 0:
+        return f"{tokens // 1048576}M"
+    return f"{tokens // 1024}K" if tokens % 1024 == 0 else str(tokens)
 
 
 def format_heatmap_table(entries: Sequence[dict[str, Any]], paper: Sequence[dict[str, Any]] = ()) -> str:
