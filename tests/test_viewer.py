@@ -103,6 +103,7 @@ def test_an_evaluation_page_opens_with_its_settings_and_rows_show_what_triage_ne
         "config": {"chunk_tokens": 512, "max_memory_tokens": 64, "max_final_tokens": 32},
         "sampling": {"temperature": 0.7, "top_p": 0.95},
         "data_sha256": {"50": "ab" * 32},
+        "corpus_sha256": {"100": "cd" * 32},
     }
     run_dir = evaluation_run(tokenizer, tmp_path / "eval", {"50": 2, "100": 3}, questions=2, facts=facts)
     page = tmp_path / "eval.html"
@@ -119,6 +120,7 @@ def test_an_evaluation_page_opens_with_its_settings_and_rows_show_what_triage_ne
         "temperature": "0.7",
         "top_p": "0.95",
         "sha256 eval_50": "ab" * 6,
+        "sha256 corpus of eval_100": "cd" * 6,
     }
     rows = re.findall(
         r'class="group">(\w+) · #(\d+)</span>.*?<span class="row">(.*?)</span></summary>', rendered.dom, re.S

@@ -3,7 +3,7 @@
 Two runs that differ only in a setting must not give pages that differ only by folder name, so the
 page shows the model, the mode, the chunk size, the memory and answer limits (or, reading
 directly, the window), the sampling temperature and top_p, and each eval file's sha256 (its first
-12 hex digits: enough to tell files apart). A fact the run did not record is left out; a value
+12 hex digits: enough to tell files apart), and an index-layout file's corpus's. A fact the run did not record is left out; a value
 that is not what the evaluator writes (a hand-edited file) is shown as the text it holds.
 """
 
@@ -37,8 +37,8 @@ def run_settings(summary: Any) -> list[tuple[str, str]]:
             value = value.get(key) if isinstance(value, dict) else None
         if value is not None and value != "":
             shown.append((label, str(value)))
-    digests = run.get("data_sha256")
-    if isinstance(digests, dict):
-        for name, digest in digests.items():
-            shown.append((f"sha256 eval_{name}", str(digest)[:12]))
+    for key, shown_as in (("data_sha256", "sha256 eval_{}"), ("corpus_sha256", "sha256 corpus of eval_{}")):
+        digests = run.get(key)  # corpus_sha256: index-layout files only, whose text is the corpus's
+        if isinstance(digests, dict):
+            shown += [(shown_as.format(name), str(digest)[:12]) for name, digest in digests.items()]
     return shown
