@@ -380,9 +380,9 @@ def test_a_rerun_with_other_lengths_keeps_the_earlier_lengths_in_the_summary_and
     plotted: list[list[str]] = []
     real_plot = reporting.plot_accuracy
 
-    def plot(reports, path):  # the real plot, and the lengths it drew
+    def plot(reports, path, paper=()):  # the real plot, and the lengths it drew
         plotted.append([r.label for r in reports])
-        real_plot(reports, path)
+        real_plot(reports, path, paper)
 
     monkeypatch.setattr(reporting, "plot_accuracy", plot)
     argv = ["--data-root", str(data), "--output-dir", str(tmp_path), "--url", instant_server, *FAST]
