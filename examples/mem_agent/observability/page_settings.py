@@ -3,8 +3,9 @@
 Two runs that differ only in a setting must not give pages that differ only by folder name, so the
 page shows the model, the mode, the chunk size, the memory and answer limits (or, reading
 directly, the window), the sampling temperature and top_p, and each eval file's sha256 (its first
-12 hex digits: enough to tell files apart), and an index-layout file's corpus's. A fact the run did not record is left out; a value
-that is not what the evaluator writes (a hand-edited file) is shown as the text it holds.
+12 hex digits: enough to tell files apart), and an index-layout file's corpus's. A fact the run
+did not record is left out; a value that is not what the evaluator writes (a hand-edited file) is
+shown as the text it holds.
 """
 
 from __future__ import annotations
