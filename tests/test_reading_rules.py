@@ -7,8 +7,6 @@ results line, summary and metrics line is checked when read (one line naming fil
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,6 +15,7 @@ from mem_agent import compare, train_summary, view
 from mem_agent.common.run_folder import LOCK_NAME
 from mem_agent.evaluation.results import read_results, summarize
 from mem_agent.observability.host_logging import append_metrics_line
+from support.folder_holder import start_holder
 from support.trajectory_runs import evaluation_run
 
 ROLLOUT = {"kind": "rollout", "step": 0, "reward/mean": 0.5, "accuracy/strict": 0.25}
@@ -84,20 +83,9 @@ def test_compare_and_the_viewer_keep_the_line_of_a_repeated_id_that_the_report_c
     assert "stray-failed-line" not in page.read_text()
 
 
-def _holder(folder):
-    code = (
-        "import sys, time; from mem_agent.common.run_folder import lock_run_folder\n"
-        f"with lock_run_folder({str(folder)!r}, command='live-run'):\n"
-        "    print('held', flush=True); time.sleep(60)\n"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline() == "held\n"
-    return holder
-
-
 def test_compare_refuses_a_folder_a_live_run_holds_and_view_says_it_shows_a_snapshot(tokenizer, tmp_path, capsys):
     runs = [evaluation_run(tokenizer, tmp_path / name, {"6": 2}, questions=2) for name in ("a", "b")]
-    holder = _holder(runs[0])
+    holder = start_holder(runs[0], command="live-run")
     try:
         assert compare.main([str(runs[0]), str(runs[1]), "--output-dir", str(tmp_path / "cmp")]) == 2
         err = capsys.readouterr().err

@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ import pytest
 from mem_agent.evaluation.results import read_results
 from mem_agent.serving.processes import free_port
 from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
+from support.folder_holder import start_holder
 from support.proc_state import still_running
 from support.scripts import (
     PROJECT_ROOT,
@@ -216,19 +216,8 @@ def test_a_run_killed_mid_evaluation_leaves_no_evaluator_or_server_and_a_rerun_c
 def test_a_second_run_on_a_held_run_folder_is_refused_in_one_line(node, tmp_path):
     """run-eval.sh started twice on one SAVE_FILE: the second stops before it serves anything."""
     env, _ = node
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from mem_agent.common.run_folder import lock_run_folder\n"
-            f"with lock_run_folder({str(tmp_path / 'runs' / 'model')!r}, command='run-eval.sh'):\n"
-            "    print('held', flush=True); time.sleep(600)",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = start_holder(tmp_path / "runs" / "model", command="run-eval.sh")
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         result = run_script(SCRIPTS / "run-eval.sh", env, cwd=tmp_path, home=tmp_path, gpus=1, timeout=120)
     finally:
         holder.kill()

@@ -19,24 +19,16 @@ import pytest
 
 from mem_agent.common.run_folder import LOCK_FD_ENV, RunFolderBusy, hold_descriptor, lock_path, lock_run_folder
 from mem_agent.evaluation.results import read_results
+from support.folder_holder import holder_code, start_holder
 from support.scripted_engine import scripted_engine
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
 QUESTIONS = 3
 
 
-def _holder_script(folder: Path) -> str:
-    return (
-        "import sys, time; from mem_agent.common.run_folder import lock_run_folder\n"
-        f"with lock_run_folder({str(folder)!r}, command='holder'):\n"
-        "    print('held', flush=True); time.sleep(600)\n"
-    )
-
-
 def test_a_second_holder_is_refused_in_one_line_naming_the_first(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", _holder_script(tmp_path)], stdout=subprocess.PIPE, text=True)
+    holder = start_holder(tmp_path)
     try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         with pytest.raises(RunFolderBusy) as refused, lock_run_folder(tmp_path, command="second", instead="go away"):
             pytest.fail("the lock was granted twice")
         message = str(refused.value)
@@ -49,8 +41,7 @@ def test_a_second_holder_is_refused_in_one_line_naming_the_first(tmp_path):
 
 def test_a_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
     """The file stays, the lock does not: the next run takes it at once."""
-    holder = subprocess.Popen([sys.executable, "-c", _holder_script(tmp_path)], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    holder = start_holder(tmp_path)
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     assert lock_path(tmp_path).exists()
@@ -72,7 +63,7 @@ def test_a_child_runs_under_the_lock_its_parent_passed_down_and_leaves_it_held(t
     try:
         hold_descriptor(descriptor, tmp_path, pid=4242, command="run-eval.sh", instead="x")
         child = subprocess.run(
-            [sys.executable, "-c", _holder_script(tmp_path).replace("time.sleep(600)", "pass")],
+            [sys.executable, "-c", holder_code(tmp_path, seconds=0)],
             env={**os.environ, LOCK_FD_ENV: str(descriptor)},
             pass_fds=(descriptor,),
             capture_output=True,
