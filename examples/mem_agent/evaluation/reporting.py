@@ -25,6 +25,7 @@ from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.accuracy_plot import draw_published, finish_accuracy_axes, tokens_label
 from mem_agent.evaluation.paper_tables import Chosen, beside_run
 from mem_agent.evaluation.ruler_items import ruler_name
 from mem_agent.evaluation.ruler_report import (
@@ -280,28 +281,14 @@ def plot_accuracy(reports: Sequence[EvalFileReport], path: Path, paper: Sequence
         note = f"{label} docs" + (f", {cut_label(cuts[label])} cut" if cuts[label] else "")
         axes.annotate(note, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
     at = {label: x for x, (_, _, label) in zip(xs, points, strict=True)}
-    published_rows = [(model, values, entry["version"]) for entry in paper for model, values in entry["rows"].items()]
-    for colour, (model, values, version) in enumerate(published_rows, start=1):  # C0 is like this run's blue
-        published = sorted((at[label], value) for label, value in values.items() if value is not None)
-        if published:
-            line = [x for x, _ in published], [y for _, y in published]
-            axes.plot(*line, linestyle="--", marker="x", color=f"C{colour % 10}", label=f"{model} ({version})")
-    if paper:
-        axes.legend(fontsize=7)
-    axes.set_xscale("log")
-    axes.set_xticks(xs, [tokens_label(x) for x in xs])
-    axes.minorticks_off()
-    axes.set_ylim(-3, 103)  # a run at 0 or 100 keeps its markers whole
-    axes.set_xlabel("context length (tokens, log scale)")
-    axes.set_ylabel("sub_em x 100")
-    axes.set_title("Accuracy vs context length (RULER-HQA protocol)")
-    axes.grid(True, which="both", alpha=0.3)
+    published = [(f"{model} ({entry['version']})", row) for entry in paper for model, row in entry["rows"].items()]
+    draw_published(axes, published, at, first_colour=1)  # C0 is like this run's blue
+    finish_accuracy_axes(
+        axes,
+        {x: tokens_label(x) for x in xs},
+        ylabel="sub_em x 100",
+        title="Accuracy vs context length (RULER-HQA protocol)",
+        legend_size=7 if paper else None,
+    )
     figure.tight_layout()
     write_figure_png(figure, path)
-
-
-def tokens_label(tokens: float) -> str:
-    """A token count as an axis label: 910, 9K, 1.2M."""
-    if tokens >= 1e6:
-        return f"{tokens / 1e6:.1f}M"
-    return f"{tokens / 1e3:.0f}K" if tokens >= 1e3 else f"{tokens:.0f}"

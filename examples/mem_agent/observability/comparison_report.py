@@ -20,7 +20,8 @@ from typing import Any
 from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.common.console import program_name
-from mem_agent.evaluation.reporting import cut_label, tokens_label
+from mem_agent.evaluation.accuracy_plot import finish_accuracy_axes, tokens_label
+from mem_agent.evaluation.reporting import cut_label
 from mem_agent.evaluation.results import COMPLETED
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS
 
@@ -269,15 +270,8 @@ def plot_runs(runs: Sequence[Any], metric: str, path: Path) -> None:
                 fontsize=7,
                 color=lines[0].get_color(),
             )
-        ticks.update({x: f"{label} docs" for x, _, label in points})
-    axes.set_xscale("log")
-    axes.set_xticks(list(ticks), [f"{tokens_label(x)}\n{label}" for x, label in ticks.items()], fontsize=8)
-    axes.minorticks_off()
-    axes.set_ylim(-3, 103)  # a run at 0 or 100 stays visible off the frame
-    axes.set_xlabel("context length (tokens, log scale)")
-    axes.set_ylabel(f"{metric} x 100")
-    axes.set_title("Accuracy vs context length (n: items; cut: context the run cut)")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=8)
+        ticks.update({x: f"{tokens_label(x)}\n{label} docs" for x, _, label in points})
+    title = "Accuracy vs context length (n: items; cut: context the run cut)"
+    finish_accuracy_axes(axes, ticks, ylabel=f"{metric} x 100", title=title, tick_size=8, legend_size=8)
     figure.tight_layout()
     write_figure_png(figure, path)

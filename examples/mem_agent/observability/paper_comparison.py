@@ -19,8 +19,8 @@ from typing import Any
 
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
+from mem_agent.evaluation.accuracy_plot import draw_published, finish_accuracy_axes, tokens_label
 from mem_agent.evaluation.paper_tables import PaperRow, PaperTable, choose, protocol_differences
-from mem_agent.evaluation.reporting import tokens_label
 from mem_agent.observability.comparison import ComparisonRequest, EvalRun, compare_runs, load_eval_run
 
 NUMBERS_NAME, PLOT_NAME = "paper_comparison.json", "paper_comparison.png"
@@ -125,20 +125,15 @@ def _plot(besides: Sequence[Beside], metric: str, path: Path) -> None:
         points = sorted((tokens[label], float(run.lengths[label][metric])) for label in run.lengths)
         axes.plot([x for x, _ in points], [y for _, y in points], marker="o", label=run.name)
     for beside in besides:
-        for row in beside.rows:
-            points = sorted(
-                (tokens[label], row.values[label]) for label in beside.labels() if row.values.get(label) is not None
-            )
-            label = f"{row.model} ({beside.table.cited})"
-            axes.plot([x for x, _ in points], [y for _, y in points], linestyle="--", marker="x", label=label)
-    axes.set_xscale("log")
-    axes.set_xticks(sorted(tokens.values()), [tokens_label(x) for x in sorted(tokens.values())], fontsize=8)
-    axes.minorticks_off()
-    axes.set_ylim(-3, 103)
-    axes.set_xlabel("context length (tokens of this run, log scale)")
-    axes.set_ylabel(f"{metric} x 100")
-    axes.set_title("This run beside the published table")
-    axes.grid(True, alpha=0.3)
-    axes.legend(fontsize=7)
+        draw_published(axes, [(f"{row.model} ({beside.table.cited})", row.values) for row in beside.rows], tokens)
+    finish_accuracy_axes(
+        axes,
+        {x: tokens_label(x) for x in sorted(tokens.values())},
+        ylabel=f"{metric} x 100",
+        title="This run beside the published table",
+        xlabel="context length (tokens of this run, log scale)",
+        tick_size=8,
+        legend_size=7,
+    )
     figure.tight_layout()
     write_figure_png(figure, path)
