@@ -215,8 +215,9 @@ def write_reports(
     ruler = [entry for r in reports if (entry := ruler_entry(r.label, r.path, r.summary)) is not None]
     reports = [r for r in reports if ruler_name(r.path) is None]
     if keep_other_labels:
-        reports = _with_other_labels(reports, output_dir)
-        ruler = with_earlier_entries(ruler, output_dir)
+        earlier = _earlier_summary(output_dir)
+        reports = _with_other_labels(reports, output_dir, earlier.get("results"))
+        ruler = with_earlier_entries(ruler, output_dir, earlier.get("ruler"))
     if reports:
         print(format_table(reports), flush=True)
     beside = beside_run(papers, [r.label for r in reports], [int(entry["length"]) for entry in ruler])
@@ -244,13 +245,17 @@ def write_reports(
     print(f"summary: {output_dir / SUMMARY_NAME}" + "".join(f"  plot: {output_dir / name}" for name in plots))
 
 
-def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path) -> list[EvalFileReport]:
-    """`reports` and those of summary.json's other lengths whose results file is still there,
-    ordered by document count."""
+def _earlier_summary(output_dir: Path) -> dict[str, Any]:
+    """The folder's summary.json as the one reader checks it; empty when there is none to build on."""
     try:
-        earlier = read_summary(Path(output_dir) / SUMMARY_NAME)["results"]
+        return read_summary(Path(output_dir) / SUMMARY_NAME)
     except (OSError, UsageError):
-        earlier = []
+        return {}
+
+
+def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path, earlier: Any) -> list[EvalFileReport]:
+    """`reports` and those of the earlier summary's other lengths (`earlier`: its "results") whose
+    results file is still there, ordered by document count."""
     labels = {report.label for report in reports}
     merged = list(reports)
     for entry in earlier if isinstance(earlier, list) else []:

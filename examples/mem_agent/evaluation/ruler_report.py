@@ -8,7 +8,6 @@ a table and drawn as ruler_heatmap.png (rows: splits in RULER's order; columns: 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,12 +33,9 @@ def ruler_entry(label: str, path: Path, summary: dict[str, Any]) -> dict[str, An
     return {"label": label, "split": name.split, "length": name.length, "metric": metric, "file": str(path)} | kept
 
 
-def with_earlier_entries(entries: Sequence[dict[str, Any]], output_dir: Path) -> list[dict[str, Any]]:
-    """`entries` and the earlier summary.json's other RULER cells whose results file is still there."""
-    try:
-        earlier = json.loads((Path(output_dir) / "summary.json").read_text(encoding="utf-8")).get("ruler", [])
-    except (OSError, ValueError, AttributeError):
-        earlier = []
+def with_earlier_entries(entries: Sequence[dict[str, Any]], output_dir: Path, earlier: Any) -> list[dict[str, Any]]:
+    """`entries` and the earlier summary's other RULER cells (`earlier`: its "ruler") whose results
+    file is still there."""
     labels = {entry["label"] for entry in entries}
     merged = list(entries)
     for entry in earlier if isinstance(earlier, list) else []:
