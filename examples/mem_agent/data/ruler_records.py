@@ -39,14 +39,16 @@ from dataclasses import dataclass
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.jsonstream import DataFormatError
 
-__all__ = ["ruler_task", "split_ruler_input"]
+__all__ = ["CHAT_CLOSINGS", "TemplateMarkers", "ruler_task", "split_ruler_input", "template_markers"]
 
 _ANY_WORD = "{w}"  # in a marker below: one word that varies (the value type, a count)
 
 
 @dataclass(frozen=True)
-class _Markers:
-    """Just enough of one task template's fixed text to find where its haystack and question are."""
+class TemplateMarkers:
+    """Just enough of one task template's fixed text to find where its haystack and question are
+    (`{w}` stands for one word that varies). Public so that tests can lay files out around exactly
+    these words, and no more of RULER's wording."""
 
     opening: str  # the last words before the haystack, with the whitespace between them and it
     separator: str  # the whitespace between the haystack and the question
@@ -60,38 +62,38 @@ class _Markers:
 # wording comes from niah.py:193-198, the worked examples from variable_tracking.py:262-265 and
 # common_words_extraction.py:115-129.
 _TASKS = {
-    "niah": _Markers(
+    "niah": TemplateMarkers(
         "I will quiz you about the {w} afterwards.\n",
         "\n",
         ("What is the special magic {w} for ", "What are all the special magic {w} for "),
         " mentioned in the provided text?",
     ),
-    "variable_tracking": _Markers(
+    "variable_tracking": TemplateMarkers(
         "variable assignment hidden in the following text.\n\n",
         "\n",
         ("Question: Find all variables that are assigned the value ",),
         " in the text above.",
         examples_first=True,
     ),
-    "common_words_extraction": _Markers(
+    "common_words_extraction": TemplateMarkers(
         "Memorize the ones that appear most often.\n",
         "\n",
         ("Question: What are the {w} most common words",),
         " in the above list?",
         examples_first=True,
     ),
-    "freq_words_extraction": _Markers(
+    "freq_words_extraction": TemplateMarkers(
         "Find the three most frequently appeared coded words. ",
         "\n",
         ("Question: Do not provide any explanation.",),
         " in the above coded text?",
     ),
-    "qa": _Markers("The following are given documents.\n\n", "\n\n", ("Answer the question based on",), None),
+    "qa": TemplateMarkers("The following are given documents.\n\n", "\n\n", ("Answer the question based on",), None),
 }
 
 # What RULER's chat templates put after the prompt (scripts/data/template.py:18-38); a qa question
 # ends with its query, so this is how its end is told from the template's closing text.
-_CHAT_CLOSINGS = (
+CHAT_CLOSINGS = (
     " [/INST]",
     " ASSISTANT:",
     " ASSISTANT: ",
@@ -116,6 +118,11 @@ def ruler_task(split: str) -> str:
     return {"vt": "variable_tracking", "cwe": "common_words_extraction", "fwe": "freq_words_extraction"}[split]
 
 
+def template_markers(split: str) -> TemplateMarkers:
+    """The fixed words this reader looks for in a split's template (its task's; see `_TASKS`)."""
+    return _TASKS[ruler_task(split)]
+
+
 def _collapse(text: str) -> str:
     """RULER's --remove_newline_tab on a piece of a prompt: whitespace runs to one space, ends kept."""
     return re.sub(r"\s+", " ", text)
@@ -135,11 +142,11 @@ def _regex(marker: str, collapsed: bool) -> str:
     return r"\w+".join(re.escape(part) for part in marker.split(_ANY_WORD))
 
 
-def _compile(markers: _Markers, collapsed: bool) -> _Compiled:
+def _compile(markers: TemplateMarkers, collapsed: bool) -> _Compiled:
     starts = "|".join(_regex(start, collapsed) for start in markers.question_starts)
     end = markers.question_end
     # A collapsed prompt was stripped before its answer prefix (which starts with a space) was cut off.
-    closings = tuple(_collapse(c).rstrip() for c in _CHAT_CLOSINGS) if collapsed else _CHAT_CLOSINGS
+    closings = tuple(_collapse(c).rstrip() for c in CHAT_CLOSINGS) if collapsed else CHAT_CLOSINGS
     return _Compiled(
         opening=re.compile(_regex(markers.opening, collapsed)),
         question=re.compile(f"{_regex(markers.separator, collapsed)}(?P<question>{starts})"),
