@@ -12,7 +12,13 @@ from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.ruler_records import split_ruler_input
 from support.ruler_data import planted_items
-from support.ruler_layouts import MODEL_TEMPLATES, ruler_question, write_memagent_merged, write_ruler_prepare
+from support.ruler_layouts import (
+    MODEL_TEMPLATES,
+    ruler_question,
+    write_memagent_merged,
+    write_ruler_own,
+    write_ruler_prepare,
+)
 
 RULER_FIELDS = ["index", "input", "outputs", "length", "length_w_model_temp", "answer_prefix"]
 ITEMS = 3  # more than one, so that vt's and cwe's worked example is another item than the one asked
@@ -72,12 +78,27 @@ def test_memagent_merged_file_is_one_array_whose_chunks_each_count_from_zero(tmp
     assert list(records[0]) == ["index", "input", "context", "outputs", "answer_prefix", "length"]
 
 
+def test_ruler_own_file_lies_where_run_sh_puts_it_and_takes_plain_items(tmp_path, synthetic_rows):
+    """write_ruler_own: <root>/<length>/data/<split>/validation.jsonl, items as (document, query,
+    outputs) or planted, read back as they were put in."""
+    items = planted_items("qa_2", synthetic_rows, 2)
+    path = write_ruler_own(
+        tmp_path, "qa_2", 8192, [(items[0].document, items[0].query, tuple(items[0].outputs)), items[1]]
+    )
+    assert path == tmp_path / "8192" / "data" / "qa_2" / "validation.jsonl"
+    records = _records(path)
+    assert [record["index"] for record in records] == [0, 1]
+    assert [record["outputs"] for record in records] == [item.outputs for item in items]
+    for record, item in zip(records, items, strict=True):
+        assert split_ruler_input("qa_2", record["input"]) == (item.document, ruler_question("qa_2", item.query))
+
+
 @pytest.mark.parametrize(
     ("split", "text"),
     [
         ("niah_single_1", "A plain paragraph that is no prompt at all."),
         ("vt", "I will quiz you about the number afterwards.\nhaystack\nWhat is the special magic number for x"),
-        ("qa_1", "Answer the question based on the given documents.\n\nQuestion: who?"),
+        ("qa_1", "Answer the question based on our words alone.\n\nOur question: who?"),
         ("no_such_split", "text"),
     ],
     ids=["no-template", "other-task", "no-context", "unknown-split"],
