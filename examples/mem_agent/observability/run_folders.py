@@ -10,7 +10,9 @@ the page's curves draw).
 
 Every file is read by its own reader (schemas checked, cut lines skipped and named on the page),
 and of an item found more than once the line the evaluator's report counts is shown
-(`evaluation.results.unique_items`). A folder a live run holds is read as it stands, and the page
+(`evaluation.results.unique_items`). An evaluation's scores are its results lines', by each
+section's headline metric (eval_sections.py): a trajectory record brings the memories, never the
+score. A folder a live run holds is read as it stands, and the page
 says so: each line read is complete (records are appended whole, rollout files replaced whole),
 but the run has not finished, and an evaluation's summary.json is from before it started.
 """
@@ -18,7 +20,7 @@ but the run has not finished, and an evaluation's summary.json is from before it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from mem_agent.common.run_folder import folder_in_use
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.results import read_results, unique_items
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
+from mem_agent.observability.eval_sections import Section, result_scores, sections_of
 from mem_agent.observability.training_curves import read_run
 from mem_agent.observability.trajectory_records import TrajectoryRecord, read_records
 
@@ -41,6 +44,7 @@ class RunView:
     summary: dict[str, Any] | None = None  # an evaluation's summary.json
     notes: list[str] = field(default_factory=list)  # what the page must say about what it could not show
     rollout_metrics: list[dict[str, Any]] = field(default_factory=list)  # training: metrics.jsonl, per rollout
+    sections: dict[str, Section] = field(default_factory=dict)  # evaluation: each label's suite, task, metric
 
 
 def load_run(path: Path) -> RunView:
@@ -112,26 +116,43 @@ def _evaluation(path: Path) -> RunView:
     summary = None
     if (path / SUMMARY_NAME).is_file() and not notes:  # a live run's summary.json is an earlier run's
         summary = read_summary(path / SUMMARY_NAME)
+    labels = [m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))]
+    results = {label: _results(path / f"results_{label}.jsonl", notes) for label in labels}
+    sections = sections_of(summary, labels, {label: lines[0] for label, lines in results.items() if lines})
     groups: dict[str, list[TrajectoryRecord]] = {}
-    labels = sorted(
-        (m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))), key=_natural_key
-    )
-    for label in labels:
-        results_path = path / f"results_{label}.jsonl"
+    for label, section in sections.items():
         trajectories_path = path / f"trajectories_{label}.jsonl"
         turns = {r.item_id: r for r in _read(trajectories_path, notes)} if trajectories_path.is_file() else {}
         if not turns:
             notes.append(
-                f"{results_path.name}: no {trajectories_path.name} (run with --save-trajectories to see memories)"
+                f"results_{label}.jsonl: no {trajectories_path.name} (run with --save-trajectories to see memories)"
             )
-        try:
-            chosen = unique_items(read_results(results_path, notes))
-        except OSError as error:
-            raise UsageError(f"{results_path} cannot be read: {error.strerror}") from None
-        ordered = sorted(chosen, key=lambda result: _natural_key(result["id"]))  # item order, not finishing order
-        groups[label] = [turns.get(result["id"]) or _record_of_result(result, label) for result in ordered]
+        groups[label] = [_record(result, turns.get(result["id"]), section) for result in results[label]]
     records = [record for group in groups.values() for record in group]
-    return RunView("evaluation", path, records, groups, summary, notes)
+    return RunView("evaluation", path, records, groups, summary, notes, sections=sections)
+
+
+def _results(results_path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """A results file's items, one line each, in item order (not finishing order)."""
+    try:
+        chosen = unique_items(read_results(results_path, notes))
+    except OSError as error:
+        raise UsageError(f"{results_path} cannot be read: {error.strerror}") from None
+    return sorted(chosen, key=lambda result: _natural_key(result["id"]))
+
+
+def _record(result: dict[str, Any], turns: TrajectoryRecord | None, section: Section) -> TrajectoryRecord:
+    """The question as its results line scores it, with its turns where the run recorded them."""
+    scores = result_scores(result, section)
+    if turns is None:
+        return _record_of_result(result, section.label, scores)
+    status = str(result.get("status", turns.status))
+    return replace(turns, status=status, scores=scores, error=result.get("error"), extra=turns.extra | _empty(result))
+
+
+def _empty(result: dict[str, Any]) -> dict[str, Any]:
+    """The results line's mark of an empty final answer, kept for the badge."""
+    return {"empty": True} if result.get("empty") is True else {}
 
 
 def _natural_key(label: str) -> tuple[int, str]:
@@ -139,9 +160,8 @@ def _natural_key(label: str) -> tuple[int, str]:
     return (int(label), "") if label.isdigit() else (1 << 62, label)
 
 
-def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
+def _record_of_result(result: dict[str, Any], label: str, scores: dict[str, float]) -> TrajectoryRecord:
     """A result line as a record without turns, so one page shows both kinds of evaluation run."""
-    scores = {name: float(result[name]) for name in ("strict", "sub_em", "em", "f1") if result.get(name) is not None}
     return TrajectoryRecord(
         source="eval",
         item_id=result["id"],
@@ -157,5 +177,6 @@ def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
         turns=[],
         eval_set=label,
         error=result.get("error"),
-        extra={"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {},
+        extra=({"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {})
+        | _empty(result),
     )
