@@ -80,6 +80,16 @@ def test_a_trajectory_keeps_its_memories_but_never_its_own_score(tmp_path):
     assert [turn.kind for turn in record.turns] == ["memory", "memory", "final"]
 
 
+def test_one_trajectory_file_is_scored_by_the_results_file_beside_it(tmp_path):
+    """`view trajectories_<label>.jsonl` alone: its results file beside it decides the scores."""
+    run_dir = suites_folder(tmp_path / "eval")
+    items = _page_items(_write(run_dir / "trajectories_niah_multivalue_8192.jsonl", tmp_path / "page.html"))
+    assert {key: badge for key, (_, badge, _) in items.items()} == {
+        ("niah_multivalue_8192", "0"): "partial 0.25",
+        ("niah_multivalue_8192", "1"): "right",
+    }
+
+
 def _as_text(tables) -> list[tuple[str, list[str], list[list[str]]]]:
     return [
         (t.suite, t.header, [[c.text + (f" ({c.note})" if c.note else "") for c in row] for row in t.rows])

@@ -33,6 +33,7 @@ from mem_agent.observability.training_curves import read_run
 from mem_agent.observability.trajectory_records import TrajectoryRecord, read_records
 
 _RESULTS = re.compile(r"results_(.+)\.jsonl")
+_TRAJECTORIES = re.compile(r"trajectories_(.+)\.jsonl")
 
 
 @dataclass
@@ -52,8 +53,7 @@ def load_run(path: Path) -> RunView:
     path = Path(path)
     notes: list[str] = []
     if path.is_file():
-        records = _read(path, notes)
-        return RunView("records", path, records, _grouped(records), notes=_live(path.parent) + notes)
+        return _records_file(path, notes)
     if not path.is_dir():
         raise UsageError(f"{path} does not exist")
     rollouts = sorted((path / "trajectories").glob("rollout_*.jsonl")) or sorted(path.glob("rollout_*.jsonl"))
@@ -113,23 +113,44 @@ def _group_name(record: TrajectoryRecord) -> str:
 
 def _evaluation(path: Path) -> RunView:
     notes = _live(path)
-    summary = None
-    if (path / SUMMARY_NAME).is_file() and not notes:  # a live run's summary.json is an earlier run's
-        summary = read_summary(path / SUMMARY_NAME)
+    summary = _summary(path, notes)
     labels = [m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))]
     results = {label: _results(path / f"results_{label}.jsonl", notes) for label in labels}
     sections = sections_of(summary, labels, {label: lines[0] for label, lines in results.items() if lines})
     groups: dict[str, list[TrajectoryRecord]] = {}
+    without = []
     for label, section in sections.items():
         trajectories_path = path / f"trajectories_{label}.jsonl"
         turns = {r.item_id: r for r in _read(trajectories_path, notes)} if trajectories_path.is_file() else {}
-        if not turns:
-            notes.append(
-                f"results_{label}.jsonl: no {trajectories_path.name} (run with --save-trajectories to see memories)"
-            )
+        without += [] if turns else [label]
         groups[label] = [_record(result, turns.get(result["id"]), section) for result in results[label]]
+    if without:  # one note, however many cells a run has (RULER: up to 13 splits x 7 lengths)
+        which = "any results file" if len(without) == len(sections) else ", ".join(f"results_{w}" for w in without)
+        notes.append(f"no trajectories_*.jsonl for {which} (run with --save-trajectories to see memories)")
     records = [record for group in groups.values() for record in group]
     return RunView("evaluation", path, records, groups, summary, notes, sections=sections)
+
+
+def _summary(folder: Path, live: list[str]) -> dict[str, Any] | None:
+    """The folder's summary.json; none while a run holds the folder (it is an earlier run's)."""
+    return read_summary(folder / SUMMARY_NAME) if (folder / SUMMARY_NAME).is_file() and not live else None
+
+
+def _records_file(path: Path, notes: list[str]) -> RunView:
+    """One trajectory file; an evaluator's, with its results file beside it, scored by the results
+    lines as the folder's page scores it (its records' own scores are HQA-style)."""
+    live = _live(path.parent)
+    records = _read(path, notes)
+    match = _TRAJECTORIES.fullmatch(path.name)
+    results_path = path.with_name(f"results_{match.group(1)}.jsonl") if match else None
+    if match is None or results_path is None or not results_path.is_file():
+        return RunView("records", path, records, _grouped(records), notes=live + notes)
+    label = match.group(1)
+    results = {result["id"]: result for result in _results(results_path, notes)}
+    sections = sections_of(_summary(path.parent, live), [label], {label: next(iter(results.values()), {})})
+    scored = [_record(results[r.item_id], r, sections[label]) if r.item_id in results else r for r in records]
+    scored.sort(key=lambda record: _natural_key(record.item_id))
+    return RunView("records", path, scored, {label: scored}, notes=live + notes, sections=sections)
 
 
 def _results(results_path: Path, notes: list[str]) -> list[dict[str, Any]]:
