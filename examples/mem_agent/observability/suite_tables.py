@@ -127,7 +127,8 @@ def _length(cell: dict[str, Any]) -> int:
 
 def _grid_cell(cell: dict[str, Any]) -> TableCell:
     empty = cell.get("empty")
-    note = f"{cell.get('items', '?')} items · {_failed(cell)} failed"
+    items = cell.get("items", "?")
+    note = f"{items} item{'' if items == 1 else 's'} · {_failed(cell)} failed"
     note += f" · {empty} empty" if isinstance(empty, int) and empty else ""
     return TableCell(number(cell.get(str(cell["metric"]), 0), ".1f"), note)
 
