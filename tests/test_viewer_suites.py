@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent import view
+from mem_agent.evaluation.reporting import EvalFileReport, write_reports
 from mem_agent.observability.run_folders import load_run
 from mem_agent.observability.suite_tables import suite_tables
 from support.browser import PageText, render
@@ -141,6 +142,27 @@ def test_an_older_summary_shows_the_same_tables(tmp_path):
     assert _as_text(suite_tables(load_run(run_dir).summary)) == EXPECTED_TABLES[:2]  # it had no LongBench cell
     items = _page_items(_write(run_dir, tmp_path / "page.html"))
     assert {key: outcome for key, (outcome, _, _) in items.items()} == OUTCOMES
+
+
+def test_the_summary_the_evaluator_writes_gives_every_suite_its_table(tmp_path):
+    """summary.json as our evaluator's report writes it (RULER-HQA and RULER cells, one run) is read
+    into the same tables: vt by string_match_all, qa_1 by sub_em, each at its length."""
+    reports = []
+    for label, score in (("50", 40.0), ("vt_8192", 75.0), ("vt_16384", 25.0), ("qa_1_8192", 50.0)):
+        (tmp_path / f"results_{label}.jsonl").write_text("")
+        summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "sub_em": score, "em": 0.0, "f1": 0.0}
+        summary |= {"strict": 0.0, "mean_context_tokens": 900.0, "reused": 0}
+        reports.append(EvalFileReport(label, tmp_path / f"eval_{label}.json", summary))
+    write_reports(reports, tmp_path, [{"mode": "memagent"}], plot=False)
+    tables = _as_text(suite_tables(load_run(tmp_path).summary))
+    assert [(suite, header) for suite, header, _ in tables] == [
+        ("ruler_hqa", ["docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict"]),
+        ("ruler", ["split", "metric", "8K", "16K"]),
+    ]
+    assert tables[1][2] == [
+        ["vt", "string_match_all", "75.0 (2 items · 0 failed)", "25.0 (2 items · 0 failed)"],
+        ["qa_1", "sub_em", "50.0 (2 items · 0 failed)", "-"],
+    ]
 
 
 def test_the_filters_key_each_question_with_its_suite(tmp_path):
