@@ -18,22 +18,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from mem_agent.agent.ruler_scoring import QA_SPLITS, RULER_SPLITS
-from mem_agent.evaluation.ruler_items import ruler_name
+from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.evaluation.ruler_report import length_label
+from mem_agent.evaluation.suites import SUITES, cell_of_label, headline_of
 
-# Suites in the registry's order, with the title a page shows and each one's headline metric.
-# TODO(suites): read these from the suite registry (evaluation/suites/) once it lands.
-SUITE_TITLES = {"ruler_hqa": "RULER-HQA", "ruler": "RULER", "longbench": "LongBench QA"}
-_HEADLINE = {"ruler_hqa": "sub_em", "longbench": "qa_f1"}
+# Suites in the registry's order, with the title a page shows.
+SUITE_TITLES = {suite.name: suite.title for suite in SUITES}
 RULER_MAIN = "string_match_all"  # RULER's metric for every split but qa_1, qa_2 (those: sub_em)
 HQA_SUITE = "ruler_hqa"  # what a cell or line without `suite` is: the only suite older runs knew
 # Every per-item score a results line may hold, in the order a page lists them.
 SCORE_FIELDS = (RULER_MAIN, "qa_f1", "sub_em", "em", "f1", "strict")
-_LONGBENCH_PREFIX = "longbench_"
 
 
 @dataclass(frozen=True)
@@ -59,9 +55,7 @@ class Section:
 
 
 def headline_metric(suite: str, task: str) -> str:
-    if suite == "ruler":
-        return "sub_em" if task in QA_SPLITS else RULER_MAIN
-    return _HEADLINE.get(suite, "sub_em")
+    return headline_of(suite, task)
 
 
 def cells_of(summary: Any) -> list[dict[str, Any]]:
@@ -112,14 +106,8 @@ def _section(label: str, cell: dict[str, Any] | None, line: dict[str, Any]) -> S
 
 
 def _from_label(label: str) -> Section:
-    if label.isdigit():
-        return Section(label, HQA_SUITE, "hotpotqa", int(label), "sub_em")
-    ruler = ruler_name(Path(f"eval_{label}.json"))
-    if ruler is not None:
-        return Section(label, "ruler", ruler.split, ruler.length, headline_metric("ruler", ruler.split))
-    if label.startswith(_LONGBENCH_PREFIX):
-        return Section(label, "longbench", label.removeprefix(_LONGBENCH_PREFIX), None, "qa_f1")
-    return Section(label, HQA_SUITE, "hotpotqa", None, "sub_em")
+    cell = cell_of_label(label)
+    return Section(label, cell.suite, cell.task, cell.length, headline_of(cell.suite, cell.task))
 
 
 def _page_order(section: Section) -> tuple[int, int, str, int, str]:

@@ -18,12 +18,37 @@ from mem_agent.evaluation.suites.ruler_hqa import RULER_HQA
 SUITES: tuple[Suite, ...] = (RULER_HQA, RULER, LONGBENCH)
 _BY_NAME = {suite.name: suite for suite in SUITES}
 
-__all__ = ["SUITES", "Cell", "EvalFile", "EvalItem", "Scored", "Suite", "cell_of", "headline", "suite_named"]
+__all__ = [
+    "SUITES",
+    "Cell",
+    "EvalFile",
+    "EvalItem",
+    "Scored",
+    "Suite",
+    "cell_of",
+    "cell_of_label",
+    "headline",
+    "headline_of",
+    "suite_named",
+]
 
 
 def suite_named(name: str) -> Suite:
     """The registered suite of that name; KeyError for one not registered (an older or newer writer's)."""
     return _BY_NAME[name]
+
+
+def cell_of_label(label: str) -> Cell:
+    """The cell a results file's label names, by the same precedence as `cell_of`."""
+    for suite in SUITES[1:]:
+        if (cell := suite.cell_of_label(label)) is not None:
+            return cell
+    return RULER_HQA.cell_of_label(label)
+
+
+def headline_of(suite: str, task: str) -> str:
+    """A registered suite's headline metric for `task`; sub_em for a suite this version does not know."""
+    return suite_named(suite).metrics(task)[0] if suite in _BY_NAME else "sub_em"
 
 
 def cell_of(path: Path) -> Cell:

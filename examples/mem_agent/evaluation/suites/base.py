@@ -109,6 +109,10 @@ class Suite(Protocol):
         """The cell a file of this suite's naming holds; None for a file of another suite."""
         ...
 
+    def cell_of_label(self, label: str) -> Cell | None:
+        """The cell a results label of this suite's naming names (results_<label>.jsonl); None otherwise."""
+        ...
+
     def find(self, request: EvalRequest, *, allow_missing: bool) -> list[Path]:
         """The files the request's flags for this suite name, in the order they are run."""
         ...

@@ -43,6 +43,11 @@ class LongBench:
             return None
         return Cell(self.name, path.stem, None, f"longbench_{path.stem}")
 
+    def cell_of_label(self, label: str) -> Cell | None:
+        return (
+            self.cell_of(Path(f"{label.removeprefix('longbench_')}.jsonl")) if label.startswith("longbench_") else None
+        )
+
     def find(self, request: EvalRequest, *, allow_missing: bool) -> list[Path]:
         root = request.longbench_root
         if root is None:

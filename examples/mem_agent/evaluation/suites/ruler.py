@@ -68,6 +68,9 @@ class Ruler:
             f" (<length>/data/{path.parent.name}/{RULER_OWN_FILE}, as RULER's scripts/run.sh lays it out)"
         )
 
+    def cell_of_label(self, label: str) -> Cell | None:
+        return self.cell_of(Path(f"eval_{label}.json"))
+
     def _cell(self, split: str, length: int) -> Cell:
         return Cell(self.name, split, length, f"{split}_{length}")
 

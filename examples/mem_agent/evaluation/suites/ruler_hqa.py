@@ -55,6 +55,9 @@ class RulerHqa:
             return Cell(self.name, "hotpotqa", int(match.group(1)), match.group(1))
         return Cell(self.name, "hotpotqa", None, Path(path).stem)
 
+    def cell_of_label(self, label: str) -> Cell:
+        return self.cell_of(Path(f"eval_{label}.json")) if label.isdigit() else Cell(self.name, "hotpotqa", None, label)
+
     def find(self, request: EvalRequest, *, allow_missing: bool) -> list[Path]:
         root = request.data_root
         if root is None:
