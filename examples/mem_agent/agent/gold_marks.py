@@ -12,6 +12,8 @@ Consequences of reading as the scorer reads, kept on purpose rather than special
 - numbers lose their punctuation: "1,000" and "1000" are the same answer, and so are "3.5" and
   "35" (the scorer credits both the same way);
 - case and punctuation never matter ("U.S." is "us", "Paris," is "paris");
+- punctuation is deleted, not a space: a word glued to the next by a full stop ("Quito.Nothing")
+  is one word, "quitonothing", and holds no gold "Quito";
 - a gold that normalises to nothing ("the", "?") is never present: it would otherwise be in every
   text.
 

@@ -45,6 +45,7 @@ class RowFacts:
     cut: int | None  # memory turns cut by the token limit; None: no turn records
     context_tokens: int | None
     dropped_tokens: int  # tokens cut from the context's middle (the direct baseline's window)
+    gold_in_window: bool | None = None  # direct run: a gold answer survived the cut; None: not recorded
     prompt_group: str = ""  # training: the GRPO group, its rewards and whether they differ
 
 
@@ -92,6 +93,7 @@ def row_facts(record: TrajectoryRecord, metric: str) -> RowFacts:
         cut=sum(bool(turn.cut) for turn in memories) if record.turns else None,
         context_tokens=_whole(record.context_tokens),
         dropped_tokens=_whole(record.dropped_tokens) or 0,
+        gold_in_window=window if isinstance(window := extra.get("gold_in_window"), bool) else None,
         prompt_group=_prompt_group(record),
     )
 
@@ -140,6 +142,8 @@ def row_line(row: RowFacts, metric: str) -> list[tuple[str, str]]:
     pairs.append(("cut memories", "-" if row.cut is None else str(row.cut)))
     if row.dropped_tokens and row.context_tokens:
         pairs.append(("context cut", f"{100 * row.dropped_tokens / row.context_tokens:.0f}%"))
+    if row.gold_in_window is not None:
+        pairs.append(("gold in window", "yes" if row.gold_in_window else "no, cut"))
     return pairs
 
 

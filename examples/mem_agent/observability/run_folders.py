@@ -18,7 +18,7 @@ but the run has not finished, and an evaluation's summary.json is from before it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +129,7 @@ def _evaluation(path: Path) -> RunView:
         except OSError as error:
             raise UsageError(f"{results_path} cannot be read: {error.strerror}") from None
         ordered = sorted(chosen, key=lambda result: _natural_key(result["id"]))  # item order, not finishing order
-        groups[label] = [turns.get(result["id"]) or _record_of_result(result, label) for result in ordered]
+        groups[label] = [_joined(turns.get(result["id"]), result, label) for result in ordered]
     records = [record for group in groups.values() for record in group]
     return RunView("evaluation", path, records, groups, summary, notes)
 
@@ -137,6 +137,20 @@ def _evaluation(path: Path) -> RunView:
 def _natural_key(label: str) -> tuple[int, str]:
     """Numbers in numeric order, then other names: "50" < "100" < "custom"."""
     return (int(label), "") if label.isdigit() else (1 << 62, label)
+
+
+def _joined(record: TrajectoryRecord | None, result: dict[str, Any], label: str) -> TrajectoryRecord:
+    """The item's trajectory record, or one made of its result line, with the facts only the result
+    line holds (the direct baseline's `gold_in_window`, written after the record)."""
+    if record is None:
+        return _record_of_result(result, label)
+    facts = _result_facts(result)
+    return replace(record, extra={**record.extra, **facts}) if facts else record
+
+
+def _result_facts(result: dict[str, Any]) -> dict[str, Any]:
+    window = result.get("gold_in_window")
+    return {"gold_in_window": window} if isinstance(window, bool) else {}
 
 
 def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
@@ -157,5 +171,6 @@ def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
         turns=[],
         eval_set=label,
         error=result.get("error"),
-        extra={"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {},
+        extra=({"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {})
+        | _result_facts(result),
     )
