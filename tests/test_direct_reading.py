@@ -26,9 +26,10 @@ def _eval_file(path: Path, tokenizer) -> Path:
     """Item 0 holds the fact at the start of its document, item 1 in the middle: a window too small
     for the whole document keeps the first and drops the second."""
     body = FILLER * 200  # ~1,600 tokens
+    needle = NEEDLE + " "
     items = [
-        {"index": 0, "input": "Which city is the secret city?", "answers": ["Quito"], "context": NEEDLE + " " + body},
-        {"index": 1, "input": "Which city is the secret city?", "answers": ["Quito"], "context": body + NEEDLE + body},
+        {"index": 0, "input": "Which city is the secret city?", "answers": ["Quito"], "context": needle + body},
+        {"index": 1, "input": "Which city is the secret city?", "answers": ["Quito"], "context": body + needle + body},
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(items))
@@ -62,6 +63,7 @@ def test_a_small_window_keeps_the_documents_ends_and_loses_its_middle(tokenizer,
     results = _results(tmp_path)
     assert (results["0"]["sub_em"], results["1"]["sub_em"]) == (1.0, 0.0)
     assert all(r["dropped_tokens"] > 0 and r["num_chunks"] == 0 for r in results.values())
+    assert (results["0"]["gold_in_window"], results["1"]["gold_in_window"]) == (True, False)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["run"]["mode"] == "direct" and summary["run"]["direct"] == {"context_window": 1024}
     assert summary["run"]["data_sha256"] == {"7": file_sha256(tmp_path / "data" / "eval_7.json")}
@@ -84,12 +86,14 @@ def test_the_share_cut_is_in_the_table_the_summary_the_page_and_compare_and_only
     assert "max_final_tokens" in config and not {"chunk_tokens", "max_memory_tokens"} & config.keys()
     page = tmp_path / "page.html"
     assert view.main([str(tmp_path / "out"), "-o", str(page)]) == 0
-    assert "<th>cut</th>" in page.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    assert "<th>cut</th>" in text and text.count("gold in window") == 2
 
     direct = tmp_path / "direct"
     (tmp_path / "out").rename(direct)
     assert _run(tokenizer, tmp_path, "--chunk-tokens", "512", "--max-memory", "16")[0] == 0
     memagent_config = json.loads((tmp_path / "out" / "summary.json").read_text())["run"]["config"]
+    assert not any("gold_in_window" in line for line in _results(tmp_path).values())  # a direct run's fact
     assert (memagent_config["chunk_tokens"], memagent_config["max_memory_tokens"]) == (512, 16)
     (tmp_path / "out").rename(tmp_path / "memagent")
     assert compare.main([str(tmp_path / "memagent"), str(direct), "--output-dir", str(tmp_path / "cmp")]) == 0
@@ -109,6 +113,7 @@ def test_a_window_that_holds_the_document_reads_all_of_it(tokenizer, tmp_path):
     results = _results(tmp_path)
     assert (results["0"]["sub_em"], results["1"]["sub_em"]) == (1.0, 1.0)
     assert all(r["dropped_tokens"] == 0 for r in results.values())
+    assert all(r["gold_in_window"] is True for r in results.values())
 
 
 def test_direct_and_memory_agent_results_never_share_a_folder(tokenizer, tmp_path, capsys):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent import eval_ruler_hqa, view
+from mem_agent.agent.gold_marks import holds_gold
 from mem_agent.evaluation.results import read_results
 from mem_agent.observability.trajectory_records import EXCERPT_CHARS, read_records
 
@@ -77,11 +78,11 @@ def test_each_memory_keeps_where_its_chunk_lies_and_the_page_marks_the_chunk_hol
         assert spans == [(256 * i, min(256 * (i + 1), record.context_tokens)) for i in range(len(memories))]
         assert all(len(turn.chunk_excerpt) <= EXCERPT_CHARS for turn in memories)
         for turn in memories:
-            holds = any(gold.casefold() in turn.chunk_excerpt.casefold() for gold in record.ground_truths)
+            holds = holds_gold(turn.chunk_excerpt, record.ground_truths)
             assert turn.gold_in_chunk == holds
     marked = sum(turn.gold_in_chunk for record in records for turn in record.turns if turn.kind == "memory")
     items = json.loads((data_root / "eval_6.json").read_text())
-    in_document = {str(i["index"]) for i in items if any(a.casefold() in i["context"].casefold() for a in i["answers"])}
+    in_document = {str(i["index"]) for i in items if holds_gold(i["context"], i["answers"])}
     assert {r.item_id for r in records if any(t.gold_in_chunk for t in r.turns)} == in_document != set()
     page = tmp_path / "page.html"
     assert view.main([str(tmp_path), "-o", str(page)]) == 0

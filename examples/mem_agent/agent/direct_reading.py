@@ -9,18 +9,21 @@ the prompt's own tokens, so no request can overrun the server's context.
 
 The reader has the agent's shape (`tokenize_context`, `run`, `config`, `prompt_facts`), so the
 evaluator schedules, scores and records it like any other trajectory: one final turn, no memory.
+Because the cut can drop the very sentence that answers, each result line also says whether a gold
+answer survived it (`gold_in_window`, by the gold marks' rule on the window's decoded text).
 The wording is ours; a template file (`MEM_PROMPTS`) holds memory-agent prompts and does not apply.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mem_agent.agent.chunking import TokenIds, as_token_ids, plan_chunks
+from mem_agent.agent.gold_marks import holds_gold
 from mem_agent.agent.prompt_sets import ResponseCleaner
 from mem_agent.agent.prompts import compile_template
 from mem_agent.agent.records import (
@@ -33,7 +36,7 @@ from mem_agent.agent.records import (
     TurnKind,
 )
 from mem_agent.settings.config import MemAgentConfig
-from mem_agent.tokenization.tokenizer import encode
+from mem_agent.tokenization.tokenizer import decode, encode
 
 if TYPE_CHECKING:
     from mem_agent.agent.workflow import Generate
@@ -124,3 +127,23 @@ class DirectReader:
             return trajectory
         trajectory.answer = self.cleaner.text(completion.token_ids)
         return trajectory
+
+
+async def window_facts(
+    reader: object, trajectory: Trajectory, context_ids: TokenIds, golds: Sequence[str]
+) -> dict[str, bool]:
+    """`{"gold_in_window": ...}` for a direct run whose prompt was answered: whether the document's
+    tokens it kept (the same cut as `run`'s) decode to a text holding a gold answer
+    (`gold_marks.holds_gold`); `{}` for a memory agent or where no prompt was sent. Decoding and
+    reading a window of up to a million tokens runs in a thread, off the event loop."""
+    if not isinstance(reader, DirectReader) or not trajectory.turns:
+        return {}
+    kept, tokenizer = trajectory.context_tokens - trajectory.dropped_tokens, reader.tokenizer
+    if kept <= 0:
+        return {"gold_in_window": False}
+
+    def window_holds_gold() -> bool:
+        window = plan_chunks(as_token_ids(context_ids), kept, max_chunks=1).tokens[:]
+        return holds_gold(decode(tokenizer, window), golds)
+
+    return {"gold_in_window": await asyncio.to_thread(window_holds_gold)}

@@ -18,7 +18,7 @@ from typing import Any
 from tqdm import tqdm
 
 from mem_agent.agent.chunking import TokenIds
-from mem_agent.agent.direct_reading import DirectReader
+from mem_agent.agent.direct_reading import DirectReader, window_facts
 from mem_agent.agent.records import SamplingParams, Trajectory
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
@@ -137,6 +137,7 @@ class Evaluator:
                 num_chunks=trajectory.num_chunks,
                 generated_tokens=trajectory.generated_tokens,
             )
+            record.update(await window_facts(self.agent, trajectory, context_ids, item.answers))
             if self.agent.config.mode is AgentMode.REMEMR1:
                 record.update(recall_stats(trajectory.turns, item.answers))
             if self.on_trajectory is not None:  # before the result line, so a record never outlives its result

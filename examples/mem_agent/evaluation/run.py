@@ -35,6 +35,7 @@ from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory
 from mem_agent.evaluation.files import EvalFile
+from mem_agent.evaluation.model_facts import model_facts
 from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import ResultStore, read_results, summarize
@@ -63,6 +64,7 @@ class _Run:
     servers: list[ClientSettings] = field(default_factory=list)
     agent: MemoryAgent | DirectReader | None = None
     stores: dict[EvalFile, ResultStore] = field(default_factory=dict)
+    model: dict[str, Any] = field(default_factory=dict)  # model_facts: name, path, sha256
 
 
 def run_evaluation(request: EvalRequest, keep_trajectories: TrajectoryKeeper | None = None) -> int:
@@ -129,7 +131,8 @@ def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
     }
     earlier_runs = [] if request.force else check_reuse(request.output_dir, facts)
     stores = {f: ResultStore.open(inside(request.output_dir, f.results_name), force=request.force) for f in plan.files}
-    return _Run(settings, plan, earlier_runs, facts, servers, agent, stores)
+    model = model_facts(request.model, request.tokenizer, servers)
+    return _Run(settings, plan, earlier_runs, facts, servers, agent, stores, model)
 
 
 def _server_settings(request: EvalRequest, settings: RunSettings) -> list[ClientSettings]:
@@ -159,7 +162,7 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
     reports = [_report(request, file, store, run.plan.expected[file]) for file, store in run.stores.items()]
     reused = sum(store.report.kept for store in run.stores.values())
     facts = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
-    earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds)]
+    earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds, run.model)]
     plot, keep, papers = not request.no_plot, not request.force, run.settings.papers
     write_reports(reports, request.output_dir, earlier_runs, plot=plot, keep_other_labels=keep, papers=papers)
     _point_to_views(request)
@@ -225,12 +228,13 @@ def _explain_failures(reasons: Counter[str], paths: Sequence[Path]) -> None:
     print("\n".join(lines), file=sys.stderr)
 
 
-def _run_facts(request: EvalRequest, evaluator: Evaluator, seconds: float) -> dict[str, Any]:
-    """How the run went, stored beside its numbers (never a secret: no tokens, no headers)."""
+def _run_facts(request: EvalRequest, evaluator: Evaluator, seconds: float, model: dict[str, Any]) -> dict[str, Any]:
+    """How the run went, stored beside its numbers (never a secret: no tokens, no headers); `model`
+    is `model_facts`'s record of what was evaluated."""
     return {
         "urls": list(request.url),
         "protocol": request.protocol,
-        "model": request.model,
+        "model": model,
         "concurrency": request.concurrency,
         "questions_in_flight": request.questions_in_flight,
         "seconds": round(seconds, 2),

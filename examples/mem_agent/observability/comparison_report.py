@@ -21,6 +21,7 @@ from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.common.console import program_name
 from mem_agent.evaluation.accuracy_plot import finish_accuracy_axes, tokens_label
+from mem_agent.evaluation.model_facts import UNKNOWN, describe_model
 from mem_agent.evaluation.reporting import cut_label
 from mem_agent.evaluation.results import COMPLETED
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS
@@ -140,7 +141,9 @@ def differing_settings(runs: Sequence[Any]) -> dict[str, list[str]]:
     differing = {}
     for key in SETTING_FACTS:
         values = [run.facts.get(key) for run in runs]
-        if all(isinstance(v, dict) or v is None for v in values) and any(isinstance(v, dict) for v in values):
+        if key == "model":  # one line per run: its name and fingerprint, "unknown" where not recorded
+            columns = {key: [describe_model(v) for v in values]}
+        elif all(isinstance(v, dict) or v is None for v in values) and any(isinstance(v, dict) for v in values):
             names = sorted({name for v in values if isinstance(v, dict) for name in v})
             if key == "config":
                 names = [name for name in names if name in ANSWER_SHAPING_FIELDS]
@@ -162,6 +165,7 @@ def _unused(run: Any, key: str) -> bool:
 
 
 NOT_USED = "not used"
+SAME_SETTINGS = "mode, model, sampling, answer-shaping settings, prompts"
 
 
 def _text(value: Any, unused: bool = False) -> str:
@@ -173,8 +177,12 @@ def _text(value: Any, unused: bool = False) -> str:
 def settings_lines(runs: Sequence[Any], differing: dict[str, list[str]]) -> list[str]:
     """A line per setting that differs; the memory agent's settings that differ only because a
     direct run never read them are one line, with the value the other runs share."""
+    unknown = [run.name for run in runs if describe_model(run.facts.get("model")) == UNKNOWN]
+    # A model no run recorded is not one they share: it is said apart, never folded into "the same".
+    model_line = [f"model: {UNKNOWN} in {', '.join(unknown)} (not recorded)"] if unknown else []
     if not differing:
-        return ["settings: the same in every run (mode, model, sampling, answer-shaping settings, prompts)"]
+        same = "mode, sampling, answer-shaping settings, prompts" if unknown else SAME_SETTINGS
+        return [f"settings: the same in every run ({same})", *model_line]
     lines = ["settings that differ:"]
     unused: dict[tuple[str, ...], list[str]] = {}
     for name, values in differing.items():
@@ -186,7 +194,7 @@ def settings_lines(runs: Sequence[Any], differing: dict[str, list[str]]) -> list
         lines.append(f"  {name}: " + " | ".join(f"{run.name}={value}" for run, value in zip(runs, values, strict=True)))
     for skipping, settings in unused.items():
         lines.append(f"  not used by direct run {', '.join(skipping)}; the others: {', '.join(settings)}")
-    return lines
+    return lines + ([] if "model" in differing else model_line)
 
 
 @dataclass(frozen=True)

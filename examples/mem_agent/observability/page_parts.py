@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mem_agent.agent.gold_marks import gold_span, holds_gold
 from mem_agent.agent.scoring import answer_region, extract_boxed
-from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord, gold_position
+from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord
 from mem_agent.observability.word_diff import diff_words
 
 
@@ -41,6 +42,7 @@ class RowFacts:
     cut: int | None  # memory turns cut by the token limit; None: no turn records
     context_tokens: int | None
     dropped_tokens: int  # tokens cut from the context's middle (the direct baseline's window)
+    gold_in_window: bool | None = None  # direct run: a gold answer survived the cut; None: not recorded
     prompt_group: str = ""  # training: the GRPO group, its rewards and whether they differ
 
 
@@ -103,6 +105,7 @@ def row_facts(record: TrajectoryRecord, metric: str) -> RowFacts:
         cut=sum(bool(turn.cut) for turn in memories) if record.turns else None,
         context_tokens=_whole(record.context_tokens),
         dropped_tokens=_whole(record.dropped_tokens) or 0,
+        gold_in_window=window if isinstance(window := extra.get("gold_in_window"), bool) else None,
         prompt_group=_prompt_group(record),
     )
 
@@ -151,6 +154,8 @@ def row_line(row: RowFacts, metric: str) -> list[tuple[str, str]]:
     pairs.append(("cut memories", "-" if row.cut is None else str(row.cut)))
     if row.dropped_tokens and row.context_tokens:
         pairs.append(("context cut", f"{100 * row.dropped_tokens / row.context_tokens:.0f}%"))
+    if row.gold_in_window is not None:
+        pairs.append(("gold in window", "yes" if row.gold_in_window else "no, cut"))
     return pairs
 
 
@@ -186,9 +191,9 @@ def _turns(record: TrajectoryRecord, max_turns: int, golds: list[str]) -> list[T
         keep = set(range(head)) | set(range(len(memories) - (max_turns - head), len(memories)))
     views, previous, held = [], "", False
     for index, turn in enumerate(memories):
-        holds = gold_position(str(turn.text), golds) is not None
+        holds = holds_gold(str(turn.text), golds)
         if index in keep:
-            views.append(_memory_turn(turn, previous, _gold_marks(turn, holds, held), golds))
+            views.append(_memory_turn(turn, previous, _gold_marks(turn, holds, held, golds), golds))
         elif index - 1 in keep:
             hidden = len(memories) - len(keep)
             views.append(TurnView("gap", text=f"{hidden} memory turns not shown (--max-turns {max_turns})"))
@@ -197,25 +202,29 @@ def _turns(record: TrajectoryRecord, max_turns: int, golds: list[str]) -> list[T
     return views
 
 
-def _gold_marks(turn: TurnRecord, holds: bool, held: bool) -> list[str]:
-    marks = ["chunk"] if turn.gold_in_chunk is True else []
+def _gold_marks(turn: TurnRecord, holds: bool, held: bool, golds: list[str]) -> list[str]:
+    marks = ["chunk"] if _chunk_holds_gold(turn, golds) else []
     marks += ["memory"] if holds else []
     if holds != held:
         marks.append("entered" if holds else "left")
     return marks
 
 
+def _chunk_holds_gold(turn: TurnRecord, golds: list[str]) -> bool:
+    """The record's mark; a record written before marks read whole normalised words (a sub-string
+    search then marked "November" for gold "no") is believed only where its excerpt, cut around
+    the gold it found, shows a gold by today's rule."""
+    excerpt = turn.chunk_excerpt
+    return turn.gold_in_chunk is True and (not isinstance(excerpt, str) or holds_gold(excerpt, golds))
+
+
 def _excerpt_runs(text: str, golds: list[str]) -> list[tuple[str, str]]:
     """The excerpt as runs, the first gold answer in it marked."""
-    position = gold_position(text, golds)
-    if position is None:
+    span = gold_span(text, golds)
+    if span is None:
         return [("text", text)]
-    length = max(len(g) for g in golds if g.strip() and text.casefold().find(g.casefold()) == position)
-    return [
-        ("text", text[:position]),
-        ("gold", text[position : position + length]),
-        ("text", text[position + length :]),
-    ]
+    start, end = span
+    return [("text", text[:start]), ("gold", text[start:end]), ("text", text[end:])]
 
 
 def _memory_turn(turn: TurnRecord, previous: str, marks: list[str], golds: list[str]) -> TurnView:
@@ -234,7 +243,7 @@ def _memory_turn(turn: TurnRecord, previous: str, marks: list[str], golds: list[
     if turn.recalled:
         notes.append(f"recalled: {turn.recalled}")
     excerpt = (
-        _excerpt_runs(turn.chunk_excerpt, golds) if isinstance(turn.chunk_excerpt, str) and turn.gold_in_chunk else []
+        _excerpt_runs(turn.chunk_excerpt, golds) if isinstance(turn.chunk_excerpt, str) and "chunk" in marks else []
     )
     return TurnView("memory", head=head, runs=runs, notes=notes, cut=bool(turn.cut), gold=marks, excerpt=excerpt)
 

@@ -4,7 +4,8 @@ Two runs that differ only in a setting must not give pages that differ only by f
 page shows the model, the mode, the chunk size, the memory and answer limits (or, reading
 directly, the window), the sampling temperature and top_p, and each eval file's sha256 (its first
 12 hex digits: enough to tell files apart), and an index-layout file's corpus's. A fact the run
-did not record is left out; a value that is not what the evaluator writes (a hand-edited file) is
+did not record is left out, except the model, shown as "unknown" (with its fingerprint's first 12
+hex digits where recorded); a value that is not what the evaluator writes (a hand-edited file) is
 shown as the text it holds.
 """
 
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from mem_agent.evaluation.model_facts import describe_model
+
 # (label, the fact's path in summary.json's `run`)
 SETTINGS = (
-    ("model", ("model",)),
     ("tokenizer", ("tokenizer",)),
     ("mode", ("mode",)),
     ("chunk tokens", ("config", "chunk_tokens")),
@@ -31,7 +33,7 @@ def run_settings(summary: Any) -> list[tuple[str, str]]:
     run = summary.get("run") if isinstance(summary, dict) else None
     if not isinstance(run, dict):
         return []
-    shown = []
+    shown = [("model", describe_model(run.get("model")))]  # "unknown" where not recorded, never left out
     for label, path in SETTINGS:
         value: Any = run
         for key in path:

@@ -168,12 +168,17 @@ def _record(result: dict[str, Any], turns: TrajectoryRecord | None, section: Sec
     if turns is None:
         return _record_of_result(result, section.label, scores)
     status = str(result.get("status", turns.status))
-    return replace(turns, status=status, scores=scores, error=result.get("error"), extra=turns.extra | _empty(result))
+    return replace(
+        turns, status=status, scores=scores, error=result.get("error"), extra=turns.extra | _result_facts(result)
+    )
 
 
-def _empty(result: dict[str, Any]) -> dict[str, Any]:
-    """The results line's mark of an empty final answer, kept for the badge."""
-    return {"empty": True} if result.get("empty") is True else {}
+def _result_facts(result: dict[str, Any]) -> dict[str, Any]:
+    """What only the results line holds, kept for the page: its mark of an empty final answer (the
+    badge) and the direct baseline's `gold_in_window` (written after the trajectory record)."""
+    facts: dict[str, Any] = {"empty": True} if result.get("empty") is True else {}
+    window = result.get("gold_in_window")
+    return facts | ({"gold_in_window": window} if isinstance(window, bool) else {})
 
 
 def _natural_key(label: str) -> tuple[int, str]:
@@ -199,5 +204,5 @@ def _record_of_result(result: dict[str, Any], label: str, scores: dict[str, floa
         eval_set=label,
         error=result.get("error"),
         extra=({"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {})
-        | _empty(result),
+        | _result_facts(result),
     )

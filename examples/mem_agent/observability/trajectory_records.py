@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import orjson
 import pydantic
 
+from mem_agent.agent.gold_marks import gold_span
 from mem_agent.agent.records import Trajectory, TurnKind
 from mem_agent.agent.scoring import AnswerScores
 from mem_agent.common.jsonl_lines import LineError, field_problem, read_json_lines
@@ -54,7 +55,7 @@ class TurnRecord:
     advantage: float | None = None  # training: the advantage this turn was trained with
     chunk_start: int | None = None  # memory turn: where its chunk lies in the document (tokens,
     chunk_end: int | None = None  # end exclusive); None where the run did not say (training rows)
-    gold_in_chunk: bool | None = None  # a gold answer's words are in the chunk; None: chunk text unknown
+    gold_in_chunk: bool | None = None  # a gold answer is in the chunk (gold_marks); None: chunk text unknown
     chunk_excerpt: str | None = None  # up to EXCERPT_CHARS of the chunk: around the gold, else its start
 
     __pydantic_config__ = _CHECKED
@@ -168,21 +169,15 @@ def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def gold_position(text: str, golds: Iterable[str]) -> int | None:
-    """Where a gold answer first appears in `text` (case folded), or None."""
-    folded = text.casefold()
-    found = [folded.find(gold.casefold()) for gold in golds if gold.strip()]
-    hits = [position for position in found if position >= 0]
-    return min(hits) if hits else None
-
-
 def _chunk_facts(text: str, golds: list[str]) -> tuple[bool, str]:
-    """Whether the chunk holds a gold answer, and EXCERPT_CHARS of it centred on the first one
-    (or its start): enough to see the supporting fact, bounded whatever the chunk size."""
-    position = gold_position(text, golds)
-    if position is None:
+    """Whether the chunk holds a gold answer (`gold_marks.gold_span`: the scorer's normalisation,
+    whole words), and EXCERPT_CHARS of it centred on the first one (or its start): enough to see
+    the supporting fact, bounded whatever the chunk size."""
+    span = gold_span(text, golds)
+    if span is None:
         return False, text[:EXCERPT_CHARS]
-    begin = max(0, min(position - EXCERPT_CHARS // 2, len(text) - EXCERPT_CHARS))
+    middle = (span[0] + span[1]) // 2
+    begin = max(0, min(middle - EXCERPT_CHARS // 2, len(text) - EXCERPT_CHARS))
     return True, text[begin : begin + EXCERPT_CHARS]
 
 
