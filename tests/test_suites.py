@@ -13,12 +13,16 @@ from pathlib import Path
 import pytest
 
 from mem_agent import eval_ruler_hqa
+from mem_agent.data.ruler_records import split_ruler_input
 from mem_agent.evaluation.results import read_results
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 from support.longbench_data import write_longbench
+from support.ruler_data import planted_items
+from support.ruler_layouts import write_ruler_own
 from support.scripted_engine import scripted_engine
 
 FAST = ["--chunk-tokens", "512", "--max-memory", "48", "--max-final", "48", "--temperature", "1.0", "--top-p", "1.0"]
+OWN_SPLIT = "niah_single_1"  # a file laid out as RULER's own prepare.py writes it, with no `context`
 MERGED_INDEX = [0, 1, 0, 0, 0, 0, 0, 1, 0, 0]  # MemAgent's merged chunks restart `index` at 0
 WRONG = "zzqx"
 
@@ -42,6 +46,7 @@ def _merged_ruler_file(rows: list[dict], path: Path) -> Path:
 def suite_folders(make_eval_files, synthetic_rows, tmp_path_factory) -> dict[str, Path]:
     ruler = tmp_path_factory.mktemp("ruler")
     _merged_ruler_file(synthetic_rows, ruler / "eval_niah_multivalue_8192.json")
+    write_ruler_own(ruler, OWN_SPLIT, 8192, planted_items(OWN_SPLIT, synthetic_rows[50:], 10))
     longbench = tmp_path_factory.mktemp("longbench")
     write_longbench(synthetic_rows[30:38], longbench, tasks=("hotpotqa",))  # rows no other suite asks
     write_longbench(synthetic_rows[40:48], longbench, tasks=("musique",))
@@ -55,6 +60,10 @@ def _questions(folders: dict[str, Path]) -> dict[str, tuple[int, str]]:
         known[item["input"]] = (item_position, item["answers"][0])
     for item_position, item in enumerate(json.loads((folders["ruler"] / "eval_niah_multivalue_8192.json").read_text())):
         known[item["input"]] = (item_position, " ".join(item["outputs"]))
+    own = folders["ruler"] / "8192" / "data" / OWN_SPLIT / "validation.jsonl"
+    for item_position, line in enumerate(own.read_text().splitlines()):
+        item = json.loads(line)
+        known[split_ruler_input(OWN_SPLIT, item["input"])[1]] = (item_position, " ".join(item["outputs"]))
     for path in sorted(folders["longbench"].glob("*.jsonl")):
         for item_position, line in enumerate(path.read_text().splitlines()):
             item = json.loads(line)
@@ -100,10 +109,11 @@ def test_every_suite_scores_100_for_a_server_always_right_over_every_item(suite_
     with serve(_policy(suite_folders, lambda position, full: full)) as engine:
         assert _evaluate(engine.url, suite_folders, tmp_path) == 0
     cells = _cells(tmp_path)
-    assert set(cells) == {"10", "niah_multivalue_8192", "longbench_hotpotqa", "longbench_musique"}
+    assert set(cells) == {"10", "niah_single_1_8192", "niah_multivalue_8192", "longbench_hotpotqa", "longbench_musique"}
     assert {cell["suite"] for cell in cells.values()} == {"ruler_hqa", "ruler", "longbench"}
     assert {label: cell["metric"] for label, cell in cells.items()} == {
         "10": "sub_em",
+        "niah_single_1_8192": "string_match_all",
         "niah_multivalue_8192": "string_match_all",
         "longbench_hotpotqa": "qa_f1",
         "longbench_musique": "qa_f1",
