@@ -14,7 +14,7 @@ those of the earlier runs (`reuse_problems`); otherwise the evaluator refuses be
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,9 @@ from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.accuracy_plot import draw_published, finish_accuracy_axes, tokens_label
-from mem_agent.evaluation.paper_tables import Chosen, beside_run
+from mem_agent.evaluation.paper_beside import beside_run
+from mem_agent.evaluation.paper_tables import Chosen
+from mem_agent.evaluation.results import read_results, unique_items
 from mem_agent.evaluation.ruler_items import ruler_name
 from mem_agent.evaluation.ruler_report import (
     HEATMAP_NAME,
@@ -35,7 +37,7 @@ from mem_agent.evaluation.ruler_report import (
     ruler_entry,
     with_earlier_entries,
 )
-from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
+from mem_agent.evaluation.summary_file import SUMMARY_NAME, current_cells, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
@@ -215,12 +217,13 @@ def write_reports(
     ruler = [entry for r in reports if (entry := ruler_entry(r.label, r.path, r.summary)) is not None]
     reports = [r for r in reports if ruler_name(r.path) is None]
     if keep_other_labels:
-        earlier = _earlier_summary(output_dir)
-        reports = _with_other_labels(reports, output_dir, earlier.get("results"))
-        ruler = with_earlier_entries(ruler, output_dir, earlier.get("ruler"))
+        cells = _earlier_summary(output_dir).get("results") or []  # every suite's, read_summary's shape
+        reports = _with_other_labels(reports, output_dir, [c for c in cells if c.get("suite") == "ruler_hqa"])
+        ruler = with_earlier_entries(ruler, output_dir, [c for c in cells if c.get("suite") == "ruler"])
     if reports:
         print(format_table(reports), flush=True)
-    beside = beside_run(papers, [r.label for r in reports], [int(entry["length"]) for entry in ruler])
+    hqa_cells = [{"label": r.label, "file": str(r.path), **r.summary} for r in reports]
+    beside = beside_run(papers, current_cells(hqa_cells, ruler), _lines_in(output_dir), runs[-1] if runs else None)
     hqa_paper = [entry for entry in beside if entry["metric"] == "sub_em"]
     ruler_paper = [entry for entry in beside if entry["metric"] == "ruler_average"]
     if ruler:
@@ -243,6 +246,16 @@ def write_reports(
     if plot and ruler:
         plot_heatmap(ruler, output_dir / HEATMAP_NAME, ruler_paper)
     print(f"summary: {output_dir / SUMMARY_NAME}" + "".join(f"  plot: {output_dir / name}" for name in plots))
+
+
+def _lines_in(output_dir: Path) -> Callable[[str], list[dict[str, Any]]]:
+    """A cell label -> its results lines as the report counts them (none for a file not there)."""
+
+    def lines(label: str) -> list[dict[str, Any]]:
+        path = Path(output_dir) / f"results_{label}.jsonl"
+        return unique_items(read_results(path)) if path.is_file() else []
+
+    return lines
 
 
 def _earlier_summary(output_dir: Path) -> dict[str, Any]:
