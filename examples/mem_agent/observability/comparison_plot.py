@@ -18,6 +18,7 @@ from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.evaluation.accuracy_plot import finish_accuracy_axes, tokens_label
 from mem_agent.evaluation.cell_scores import cell_metric, suite_title
 from mem_agent.evaluation.reporting import cut_label
+from mem_agent.evaluation.ruler_report import length_label
 from mem_agent.observability.comparison_report import cut_share, run_suites, suite_cells
 
 MARKERS = "osD^v<>phx*"
@@ -79,7 +80,7 @@ def _lines(axes: Any, cells: Sequence[tuple[Any, list[dict[str, Any]]]], choice:
                 note, (x, y), textcoords="offset points", xytext=xytext, ha="right" if last else "left",
                 fontsize=7, color=lines[0].get_color(),
             )  # fmt: skip
-            ticks[x] = tokens_label(x) + ("" if suite == "ruler" else f"\n{length} docs")
+            ticks[x] = length_label(length) if suite == "ruler" else f"{tokens_label(x)}\n{length} docs"
     title = suite_title(suite) + (" (mean over splits per length)" if suite == "ruler" else "")
     xlabel = "context length (tokens, log scale)"
     finish_accuracy_axes(axes, ticks, ylabel=ylabel, title=title, xlabel=xlabel, tick_size=8, legend_size=8)

@@ -285,7 +285,7 @@ def _score(line: dict[str, Any], metric: str) -> float:
 def disagreement_lines(found: Sequence[Disagreement]) -> list[str]:
     lines = []
     for d in found:
-        lines.append(f"{d.right} right, {d.wrong} wrong: {d.count} question(s)")
+        lines.append(f"{d.right} scored above {d.wrong}: {d.count} item(s)")
         if d.count:
             lines.append(f"  {d.view_command()}")
     return lines

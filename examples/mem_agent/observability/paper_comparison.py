@@ -26,6 +26,7 @@ from mem_agent.evaluation.accuracy_plot import draw_published, finish_accuracy_a
 from mem_agent.evaluation.cell_scores import HEADLINE
 from mem_agent.evaluation.paper_beside import beside_run
 from mem_agent.evaluation.paper_tables import PaperRow, PaperTable, choose, protocol_differences
+from mem_agent.evaluation.ruler_report import length_label
 from mem_agent.observability.comparison import ComparisonRequest, EvalRun, compare_runs, load_eval_run
 
 NUMBERS_NAME, PLOT_NAME = "paper_comparison.json", "paper_comparison.png"
@@ -211,11 +212,12 @@ def _plot(besides: Sequence[Beside], path: Path) -> None:
             axes.errorbar([x for x, _ in points], ys, yerr=errors, marker="o", capsize=3, label=f"{run.name}")
         draw_published(axes, [(row.model, row.values) for row in beside.rows], tokens)
         table = beside.table
+        named = length_label if table.metric == "ruler_average" else tokens_label  # RULER's lengths: 8K, 32K
         finish_accuracy_axes(
             axes,
-            {x: tokens_label(x) for x in sorted(tokens.values())},
+            {x: named(int(x)) if named is length_label else named(x) for x in sorted(tokens.values())},
             ylabel=f"{table.metric} x 100",
-            title=f"{table.name} ({table.cited})",
+            title=f"{table.name}, arXiv {table.arxiv}{table.version}",
             xlabel="context length (tokens of this run, log scale)",
             tick_size=8,
             legend_size=7,
