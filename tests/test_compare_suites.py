@@ -158,3 +158,14 @@ def test_wilson_interval_of_a_known_mean():
     low, high = wilson_interval(50.0, 128)
     assert low == pytest.approx(100 - high) and (low, high) == pytest.approx((41.46, 58.54), abs=0.01)
     assert wilson_interval(0.0, 128)[0] == 0.0 and np.isclose(wilson_interval(100.0, 128)[1], 100.0)
+
+
+def test_a_cell_whose_metric_is_out_of_range_is_refused_naming_the_file(tmp_path, capsys):
+    a = suite_run(tmp_path / "a", _cells([1], [1], [1]))
+    b = suite_run(tmp_path / "b", _cells([1], [1], [1]))
+    document = json.loads((b / "summary.json").read_text())
+    document["results"][1]["string_match_all"] = 150.0
+    (b / "summary.json").write_text(json.dumps(document))
+    code, _ = _compare(tmp_path, a, b)
+    err = capsys.readouterr().err
+    assert code == 2 and "summary.json" in err and "string_match_all" in err and err.count("\n") == 1
