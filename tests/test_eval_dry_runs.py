@@ -35,7 +35,7 @@ def _cases(root: Path) -> dict[str, tuple[Path, dict[str, str], list[str]]]:
     for split in ("vt", "qa_2"):
         item = {"index": 0, "input": "Which variables hold 5?", "context": "Variable AB holds 5.", "outputs": ["AB"]}
         (ruler / f"eval_{split}_8192.json").write_text(json.dumps([item]))
-    suite = {"SUITE": "all", "RULER_ROOT": str(ruler), "RULER_SPLITS": "vt qa_2", "RULER_LENGTHS": "8192"}
+    suite = {"SUITE": "hqa ruler", "RULER_ROOT": str(ruler), "RULER_SPLITS": "vt qa_2", "RULER_LENGTHS": "8192"}
     served = {"DRY_RUN": "1", "MODEL_PATH": str(model), "DATA_ROOT": str(data)}
     run_eval = SCRIPTS / "run-eval.sh"
     return {

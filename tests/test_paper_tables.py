@@ -133,7 +133,8 @@ def test_the_evaluator_sets_its_run_beside_a_published_row(make_eval_files, inst
 def test_a_published_ruler_average_is_set_under_the_heat_map(tmp_path, capsys):
     def report(label: str, sub_em: float) -> EvalFileReport:
         (tmp_path / f"results_{label}.jsonl").write_text("")
-        summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "sub_em": sub_em, "mean_context_tokens": 9e3}
+        summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "string_match_all": sub_em}
+        summary["mean_context_tokens"] = 9e3
         return EvalFileReport(label, tmp_path / f"eval_{label}.json", summary | {"em": 0.0, "f1": 0.0, "reused": 0})
 
     reports = [report("vt_8192", 80.0), report("cwe_8192", 40.0), report("vt_16384", 30.0), report("vt_1600", 9.0)]

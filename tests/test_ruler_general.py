@@ -14,7 +14,7 @@ import pytest
 
 from mem_agent import build_ruler, eval_ruler_hqa
 from mem_agent.agent.ruler_scoring import QA_SPLITS, RULER_SPLITS, score_ruler_answer
-from mem_agent.evaluation.files import EvalFile, check_eval_file, iter_items
+from mem_agent.evaluation.files import check_eval_file, eval_file, iter_items
 from mem_agent.evaluation.reporting import EvalFileReport, write_reports
 from mem_agent.evaluation.results import read_results
 from mem_agent.tokenization.tokenizer import encode, load_tokenizer
@@ -106,8 +106,8 @@ def test_index_contexts_read_as_the_text_they_stand_for(ruler_root, sources, tmp
         blocks = [block.split(":\n", 1)[1] for block in item["context"].split("\n\nDocument ")]
         lines.append(json.dumps(item | {"context": [documents.index(block) for block in blocks]}))
     (folder / "eval_qa_2_512.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    read = list(iter_items(EvalFile(folder / "eval_qa_2_512.json", "qa_2_512")))
-    expected = list(iter_items(EvalFile(text_file, "qa_2_512")))
+    read = list(iter_items(eval_file(folder / "eval_qa_2_512.json")))
+    expected = list(iter_items(eval_file(text_file)))
     assert [(i.question, i.answers, i.context) for i in read] == [(i.question, i.answers, i.context) for i in expected]
     (folder / "hotpotqa_dev.json").unlink()
     with pytest.raises(ValueError, match=r"hotpotqa_dev\.json"):
@@ -143,13 +143,14 @@ def test_the_evaluator_runs_every_split_and_writes_the_suite_summary_and_heat_ma
         assert [r["id"] for r in records] == ["0"]  # --limit 1: the first item of each file
         for record in records:
             assert record["status"] == "completed", record.get("error")
-            rescored = score_ruler_answer(record["answer"], record["answers"], split).fields()
-            assert {key: record.get(key) for key in rescored} == rescored
+            rescored = score_ruler_answer(record["answer"], record["answers"], split)
+            expected = rescored.fields() if split in QA_SPLITS else {"string_match_all": rescored.sub_em}
+            assert {key: record.get(key) for key in expected} == expected
             assert ("f1" in record) == (split in QA_SPLITS)
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
-    assert summary["suites"] == ["ruler"] and summary["results"] == []
-    assert [entry["label"] for entry in summary["ruler"]] == labels
-    assert {entry["metric"] for entry in summary["ruler"] if entry["split"] not in QA_SPLITS} == {"string_match_all"}
+    assert summary["suites"] == ["ruler"] and {entry["suite"] for entry in summary["results"]} == {"ruler"}
+    assert [entry["label"] for entry in summary["results"]] == labels
+    assert {entry["metric"] for entry in summary["results"] if entry["task"] not in QA_SPLITS} == {"string_match_all"}
     assert (tmp_path / "ruler_heatmap.png").stat().st_size > 0
     capsys.readouterr()
     assert eval_ruler_hqa.main([*argv, "--check"]) == 0
@@ -185,9 +186,10 @@ def test_run_eval_refuses_a_bad_ruler_suite_before_anything_starts(tmp_path, cas
     assert not (tmp_path / "runs").exists()
 
 
-def _report(folder: Path, label: str, sub_em: float) -> EvalFileReport:
+def _report(folder: Path, label: str, score: float) -> EvalFileReport:
     (folder / f"results_{label}.jsonl").write_text("")
-    summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, "sub_em": sub_em, "em": 0.0, "f1": 0.0}
+    headline = "string_match_all" if label.startswith("vt") else "sub_em"
+    summary = {"items": 2, "completed": 2, "failed": 0, "missing": 0, headline: score, "em": 0.0, "f1": 0.0}
     name = f"eval_{label}.json"
     return EvalFileReport(label, folder / name, summary | {"strict": 0.0, "mean_context_tokens": 900.0, "reused": 0})
 
@@ -197,15 +199,19 @@ def test_one_summary_holds_both_suites_and_a_rerun_keeps_the_other_cells(tmp_pat
     write_reports(reports, tmp_path, [{"mode": "memagent"}])
     write_reports([_report(tmp_path, "vt_16384", 25.0)], tmp_path, [{"mode": "memagent"}], keep_other_labels=True)
     summary = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
-    assert summary["suites"] == ["hqa", "ruler"]
-    assert [entry["label"] for entry in summary["results"]] == ["50"]
-    cells = {(entry["split"], entry["length"]): entry for entry in summary["ruler"]}
+    assert summary["suites"] == ["ruler_hqa", "ruler"]
+    assert [entry["label"] for entry in summary["results"] if entry["suite"] == "ruler_hqa"] == ["50"]
+    cells = {(entry["task"], entry["length"]): entry for entry in summary["results"] if entry["suite"] == "ruler"}
     assert list(cells) == [("vt", 8192), ("vt", 16384), ("qa_1", 8192)]
-    assert {key: cells[("vt", 8192)][key] for key in ("metric", "sub_em")} == {
+    assert {key: cells[("vt", 8192)][key] for key in ("metric", "string_match_all")} == {
         "metric": "string_match_all",
-        "sub_em": 75.0,
+        "string_match_all": 75.0,
     }
-    assert "f1" not in cells[("vt", 8192)] and cells[("qa_1", 8192)]["metric"] == "qa" and "f1" in cells[("qa_1", 8192)]
+    assert (
+        "f1" not in cells[("vt", 8192)]
+        and cells[("qa_1", 8192)]["metric"] == "sub_em"
+        and "f1" in cells[("qa_1", 8192)]
+    )
     table = [line.split(" | ") for line in capsys.readouterr().out.splitlines() if " | " in line]
     assert [cell.strip() for cell in table[-2]] == ["vt", "75.0", "25.0"]
     assert [cell.strip() for cell in table[-1]] == ["qa_1", "50.0", "-"]

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from mem_agent import build_long_context, eval_ruler_hqa, synthetic_qa
-from mem_agent.evaluation import reporting
+from mem_agent.evaluation.suites.ruler_hqa import RULER_HQA
 from support.background_app import BackgroundApp
 from support.scripts import PROJECT_ROOT, SCRIPTS, named, refusal, run_script, unused, write_eval_file
 
@@ -378,13 +378,13 @@ def test_a_rerun_with_other_lengths_keeps_the_earlier_lengths_in_the_summary_and
 ):
     data = make_eval_files(6, 12, questions=2)
     plotted: list[list[str]] = []
-    real_plot = reporting.plot_accuracy
+    real_plot = RULER_HQA.plot
 
-    def plot(reports, path, paper=()):  # the real plot, and the lengths it drew
-        plotted.append([r.label for r in reports])
-        real_plot(reports, path, paper)
+    def plot(cells, path, paper=()):  # the real plot, and the lengths it drew
+        plotted.append([cell["label"] for cell in cells])
+        real_plot(cells, path, paper)
 
-    monkeypatch.setattr(reporting, "plot_accuracy", plot)
+    monkeypatch.setattr(RULER_HQA, "plot", plot)
     argv = ["--data-root", str(data), "--output-dir", str(tmp_path), "--url", instant_server, *FAST]
     assert eval_ruler_hqa.main([*argv, "--lengths", "12"]) == 0
     assert eval_ruler_hqa.main([*argv, "--lengths", "6"]) == 0

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# RULER-HQA (and, with SUITE=ruler or all, RULER's general tasks) evaluation of a memory agent: check
-# every setting, serve the model, run the evaluator, stop what we started. Every setting: --help.
+# RULER-HQA (and, with SUITE, RULER's general tasks and LongBench QA) evaluation of a memory agent:
+# check every setting, serve the model, run the evaluator, stop what we started. Every setting: --help.
 #
 #   MODEL_PATH=/models/my-memagent LENGTH="50 200 800" bash examples/mem_agent/run-eval.sh
-#   MODEL_PATH=/models/my-memagent SUITE=all RULER_ROOT=data/ruler bash examples/mem_agent/run-eval.sh
+#   MODEL_PATH=/models/my-memagent SUITE="hqa ruler" RULER_ROOT=data/ruler bash examples/mem_agent/run-eval.sh
+#   MODEL_PATH=/models/my-memagent SUITE=longbench LONGBENCH_ROOT=data/longbench bash examples/mem_agent/run-eval.sh
 #   MODEL_PATH=/models/my-memagent DP=8 bash examples/mem_agent/run-eval.sh     # 8 GPUs, data-parallel
 #   MODEL_PATH=/models/my-memagent DP=4 TP=2 DP_MODE=router bash examples/mem_agent/run-eval.sh
 #   CONVERT=1 SAVE_PATH=/ckpt/run1 HF_CKPT=/models/Qwen3-4B SINGLE_ITER=99 bash examples/mem_agent/run-eval.sh
@@ -25,9 +26,10 @@ settings=$(launch_settings eval "$@")
 eval "${settings}"
 
 # ---- the evaluator (python -m mem_agent.eval_ruler_hqa --help), its flags by concern ----------
-# DATA_ARGS    data and output: --output-dir OUTPUT_ROOT/SAVE_FILE; SUITE=hqa or all: --data-root
-#              DATA_ROOT (the demo's: its own), --lengths LENGTH; SUITE=ruler or all: --ruler-root
-#              RULER_ROOT, --ruler-splits RULER_SPLITS, --ruler-lengths RULER_LENGTHS
+# DATA_ARGS    data and output: --output-dir OUTPUT_ROOT/SAVE_FILE; SUITE hqa: --data-root DATA_ROOT
+#              (the demo's: its own), --lengths LENGTH; ruler: --ruler-root RULER_ROOT, --ruler-splits
+#              RULER_SPLITS, --ruler-lengths RULER_LENGTHS; longbench: --longbench-root LONGBENCH_ROOT,
+#              --longbench-tasks LONGBENCH_TASKS
 # AGENT_ARGS   agent and sampling: --protocol, CONCURRENCY QUESTIONS_IN_FLIGHT LIMIT TEMPERATURE TOP_P
 #              where set, the demo's --max-memory/--max-final, --tokenizer MODEL_PATH, EXTRA_EVAL_ARGS
 EVALUATE=("${PYTHON}" -m mem_agent.eval_ruler_hqa "${DATA_ARGS[@]}" "${AGENT_ARGS[@]}")

@@ -5,9 +5,11 @@
     python -m mem_agent.view runs/eval/trajectories_50.jsonl -o q.html
     python -m mem_agent.view runs/eval --only wrong --lengths 200   # the wrong answers at 200 docs
     python -m mem_agent.view runs/eval --ids 50:3 50:17             # questions 3 and 17 at 50 docs
+    python -m mem_agent.view runs/ruler --only partial --lengths 8192   # partly right, every split at 8K
 
 Per question: each memory with the words it added and dropped since the one before, the final
-answer against the gold and its score; for a training run, curves over rollouts. The page is one
+answer against the gold and its score by its suite's own metric (right, partial or wrong); per
+suite its table; for a training run, curves over rollouts. The page is one
 file that works offline; large runs are capped (--max-items, --max-turns), failures first, and the
 page says what it left out.
 Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or an unreadable run.
@@ -44,9 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="memory turns shown per question, the first and last halves (default: %(default)s)",
     )
     parser.add_argument("--only", choices=OUTCOMES, default=None, help="only the questions with this outcome")
-    parser.add_argument("--lengths", nargs="+", default=(), metavar="N", help="only these lengths (an evaluation)")
     parser.add_argument(
-        "--ids", nargs="+", default=(), metavar="ID", help="only these questions: ID, or LENGTH:ID for one length"
+        "--lengths",
+        nargs="+",
+        default=(),
+        metavar="N",
+        help="only these sections of an evaluation: a label (50, niah_single_1_8192) or a length (8192: every split)",
+    )
+    parser.add_argument(
+        "--ids", nargs="+", default=(), metavar="ID", help="only these questions: ID, or LABEL:ID for one section"
     )
     parser.add_argument("--force", action="store_true", help="replace an existing file that is not a page of ours")
     return parser

@@ -29,7 +29,7 @@ from mem_agent.tokenization.tokenizer import decode, encode
 from support.background_app import BackgroundApp
 
 END_OF_TURN = 151645  # <|im_end|>
-Answer = Callable[[str, int | None], str]
+Answer = Callable[[str, int | None], str | None]
 
 
 class ScriptedEngine(BackgroundApp):
@@ -96,7 +96,8 @@ class ScriptedEngine(BackgroundApp):
 
     def _completion(self, prompt_ids: list[int], max_tokens: int, seed: int | None) -> tuple[list[int], str]:
         text = self.answer(decode(self.tokenizer, prompt_ids), seed)
-        ids = [*encode(self.tokenizer, f"\\boxed{{{text}}}").tolist(), END_OF_TURN]
+        boxed = [] if text is None else encode(self.tokenizer, f"\\boxed{{{text}}}").tolist()  # None: say nothing
+        ids = [*boxed, END_OF_TURN]
         return (ids, "stop") if len(ids) <= max_tokens else (ids[:max_tokens], "length")
 
     async def _answer(self, request: web.Request, ids_key: str, max_key: str, seed_key: str) -> tuple[list[int], str]:

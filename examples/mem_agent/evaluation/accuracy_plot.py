@@ -1,5 +1,5 @@
-"""The accuracy-vs-length axes that every plot of runs shares: the evaluator's own, compare's and
-compare --paper's.
+"""The accuracy-vs-length axes that every plot of runs shares (the evaluator's own, compare's and
+compare --paper's), RULER-HQA's curve, and the bars of a suite without lengths.
 
 Context length runs on a log axis of tokens, the score from -3 to 103 so that a run at 0 or 100
 keeps its markers whole, and a paper's published rows are drawn dashed at the tokens a run
@@ -8,8 +8,11 @@ measured for each length (a paper gives lengths, not the tokens of our tokenizer
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from mem_agent.common.atomic_files import write_figure_png
 
 DEFAULT_X_LABEL = "context length (tokens, log scale)"
 
@@ -61,3 +64,59 @@ def finish_accuracy_axes(
     axes.grid(True, alpha=0.3)
     if legend_size is not None:
         axes.legend(fontsize=legend_size)
+
+
+def plot_accuracy(cells: Sequence[dict[str, Any]], path: Path, paper: Sequence[dict[str, Any]] = ()) -> None:
+    """RULER-HQA's curve: sub_em against mean context tokens on a log axis, each point labelled with
+    its doc count and, where the run cut its contexts, the share cut; `paper` (beside_run's sub_em
+    entries) dashed, each published number at this run's tokens for that document count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mem_agent.evaluation.cell_tables import cut_label
+
+    points = sorted((float(c["mean_context_tokens"]), float(c["sub_em"]), str(c["label"])) for c in cells)
+    cuts = {str(c["label"]): float(c.get("cut_share") or 0.0) for c in cells}
+    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    xs = [max(x, 1.0) for x, _, _ in points]
+    axes.plot(xs, [y for _, y, _ in points], marker="o", color="#1f6feb", label="this run")
+    for x, (_, y, label) in zip(xs, points, strict=True):
+        note = f"{label} docs" + (f", {cut_label(cuts[label])} cut" if cuts[label] else "")
+        axes.annotate(note, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
+    at = {label: x for x, (_, _, label) in zip(xs, points, strict=True)}
+    published = [(f"{model} ({entry['version']})", row) for entry in paper for model, row in entry["rows"].items()]
+    draw_published(axes, published, at, first_colour=1)  # C0 is like this run's blue
+    finish_accuracy_axes(
+        axes,
+        {x: tokens_label(x) for x in xs},
+        ylabel="sub_em x 100",
+        title="Accuracy vs context length (RULER-HQA protocol)",
+        legend_size=7 if paper else None,
+    )
+    figure.tight_layout()
+    write_figure_png(figure, path)
+
+
+def plot_bars(cells: Sequence[dict[str, Any]], path: Path, title: str) -> None:
+    """One bar per cell (a suite without lengths: LongBench's tasks), its headline metric x 100,
+    written on the bar with the cell's item count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [str(cell["task"]) for cell in cells]
+    values = [float(cell.get(cell["metric"], 0.0)) for cell in cells]
+    figure, axes = plt.subplots(figsize=(6.4, 0.5 * len(cells) + 1.4), dpi=120)
+    axes.barh(range(len(cells)), values, color="#1f6feb")
+    for row, (value, cell) in enumerate(zip(values, cells, strict=True)):
+        axes.text(min(value, 100.0) + 1, row, f"{value:.1f} (n={cell['items']})", va="center", fontsize=8)
+    axes.set_yticks(range(len(cells)), names)
+    axes.invert_yaxis()
+    axes.set_xlim(0, 115)
+    axes.set_xlabel(f"{cells[0]['metric']} x 100" if cells else "score x 100")
+    axes.set_title(title)
+    figure.tight_layout()
+    write_figure_png(figure, path)

@@ -22,11 +22,10 @@ from typing import Any
 import numpy as np
 
 from mem_agent.evaluation.results import COMPLETED
-from mem_agent.evaluation.summary_file import HQA_METRICS
+from mem_agent.evaluation.suites import SUITES
 
-# The suites in the registry's order, with the names the views give them. The suite registry
-# (evaluation/suites/) is the owner of these; this mapping stands in for it until the views read it.
-SUITE_TITLES = {"ruler_hqa": "RULER-HQA", "ruler": "RULER", "longbench": "LongBench QA"}
+SUITE_TITLES = {suite.name: suite.title for suite in SUITES}  # in the registry's order
+HQA_METRICS = ("sub_em", "em", "f1", "strict")  # what --metric may name: RULER-HQA's metrics
 HEADLINE = "headline"  # each cell's own metric (summary.json's `metric`)
 
 

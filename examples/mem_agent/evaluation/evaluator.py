@@ -20,13 +20,13 @@ from tqdm import tqdm
 from mem_agent.agent.chunking import TokenIds
 from mem_agent.agent.direct_reading import DirectReader
 from mem_agent.agent.records import SamplingParams, Trajectory
-from mem_agent.agent.ruler_scoring import score_ruler_answer
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.token_file import spill
 from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items
 from mem_agent.evaluation.results import ResultStore
+from mem_agent.evaluation.suites import suite_named
 from mem_agent.inference.client_pool import ClientPool
 from mem_agent.settings.config import AgentMode
 
@@ -36,8 +36,9 @@ TEXTS_IN_MEMORY = 2  # documents read from the file but not yet tokenised
 # of ids. RULER-HQA up to 6400 documents (~900K tokens) stays in memory: no disk traffic there.
 SPILL_ABOVE_TOKENS = 1 << 20
 
-# What sees each trajectory: its file, item, trajectory, scores and the document's token ids.
-OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores, TokenIds], None]
+# What sees each trajectory: its file, item, trajectory, its answer read by the reporting rules (the box),
+# the suite's own scores of it (what its result line holds) and the document's token ids.
+OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores, dict[str, float], TokenIds], None]
 
 
 class _WriteFailed(Exception):
@@ -123,15 +124,13 @@ class Evaluator:
             trajectory = await self.agent.run(
                 item.question, context_ids, self.pool, self.sampling, keep_prompt_ids=False
             )
-            scores = score_answer(trajectory.answer, item.answers, rules=self.rules)
-            record.update(status=trajectory.status.value, error=trajectory.error)
-            if file.ruler is None:
-                record.update(prediction=scores.extracted, answer=trajectory.answer)
-                record.update(sub_em=scores.sub_em, em=scores.em, f1=scores.f1, strict=scores.strict)
-            else:  # RULER general: the split's own metric (string_match_all, or the QA metrics)
-                ruler = score_ruler_answer(trajectory.answer, item.answers, file.ruler.split, rules=self.rules)
-                record.update(split=file.ruler.split, prediction=ruler.extracted, answer=trajectory.answer)
-                record.update(ruler.fields())
+            scores = score_answer(trajectory.answer, item.answers, rules=self.rules)  # the box, for the records
+            scored = suite_named(file.cell.suite).score(trajectory.answer, item, self.rules)
+            record.update(status=trajectory.status.value, error=trajectory.error, suite=file.cell.suite)
+            record.update(task=file.cell.task, prediction=scored.extracted, answer=trajectory.answer)
+            record.update(scored.metrics)
+            if trajectory.answer == "":
+                record["empty"] = True  # MemAgent's evaluator leaves such an item out of the mean
             record.update(
                 context_tokens=trajectory.context_tokens,
                 dropped_tokens=trajectory.dropped_tokens,
@@ -142,7 +141,7 @@ class Evaluator:
                 record.update(recall_stats(trajectory.turns, item.answers))
             if self.on_trajectory is not None:  # before the result line, so a record never outlives its result
                 try:
-                    self.on_trajectory(file, item, trajectory, scores, context_ids)
+                    self.on_trajectory(file, item, trajectory, scores, scored.metrics, context_ids)
                 except OSError as error:
                     raise _WriteFailed from error
         except _WriteFailed as failed:

@@ -22,6 +22,7 @@ import numpy as np
 
 from mem_agent.evaluation.cell_scores import bootstrap_mean, counted_scores, stratified_bootstrap, wilson_interval
 from mem_agent.evaluation.paper_tables import Chosen, PaperTable
+from mem_agent.evaluation.suites import SUITES
 
 LinesOf = Callable[[str], Iterable[Mapping[str, Any]]]  # a cell label -> its results lines (unique_items)
 SEED, RESAMPLES = 0, 10_000
@@ -78,7 +79,7 @@ def _run_columns(
     resamples: int,
 ) -> dict[str, dict[str, Any]]:
     """Column label -> the run's value, items, interval, tasks averaged, x (tokens) and files."""
-    suite = "ruler" if table.metric == "ruler_average" else "ruler_hqa"
+    suite = next((s.name for s in SUITES if s.paper_metric == table.metric), None)
     by_column: dict[str, list[Mapping[str, Any]]] = {}
     for cell in cells:
         if cell.get("suite") == suite and str(cell.get("length")) in table.columns:

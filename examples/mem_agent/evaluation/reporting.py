@@ -1,8 +1,11 @@
-"""What an evaluation shows people: a per-length table, summary.json, and the accuracy curve.
+"""What an evaluation shows people: each suite's table and figure, and summary.json.
 
-The table and the plot read like the MemAgent paper's: sub_em x 100 per context length, with
-EM, F1 and the strict training reward beside it, and the count of failed items (which are scored
-as wrong) so that a flaky server can never pass for a weak model or the reverse.
+summary.json's `results` holds one cell per eval file of every suite (its suite, task, length,
+label, headline metric and figures, evaluation/suites/), the one shape every view reads. Each suite
+prints and draws its own cells as its paper does (RULER-HQA: sub_em x 100 per length with EM, F1
+and the strict training reward beside it and the accuracy curve; RULER: the heat map; LongBench:
+a row and a bar per task), always with the count of failed items (which are scored as wrong) so
+that a flaky server can never pass for a weak model or the reverse.
 
 A rerun into the same folder reuses finished results. summary.json therefore keeps the facts of
 every run that produced results (`run`: the latest, `earlier_runs`: the ones before, oldest
@@ -23,25 +26,21 @@ from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.agent.prompt_sets import prompt_facts
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
-from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.accuracy_plot import draw_published, finish_accuracy_axes, tokens_label
+from mem_agent.evaluation.cell_tables import cut_label
 from mem_agent.evaluation.paper_beside import beside_run
 from mem_agent.evaluation.paper_tables import Chosen
 from mem_agent.evaluation.results import read_results, unique_items
-from mem_agent.evaluation.ruler_items import ruler_name
-from mem_agent.evaluation.ruler_report import (
-    HEATMAP_NAME,
-    format_heatmap_table,
-    plot_heatmap,
-    ruler_entry,
-    with_earlier_entries,
-)
-from mem_agent.evaluation.summary_file import SUMMARY_NAME, current_cells, read_summary
+from mem_agent.evaluation.suites import SUITES, Cell, cell_of, suite_named
+from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
-PLOT_NAME = "accuracy_vs_length.png"
+# Every suite's metric names: a cell holds its own suite's alone.
+SCORE_FIELDS = frozenset({"sub_em", "em", "f1", "strict", "string_match_all", "qa_f1"})
+
+__all__ = ["EvalFileReport", "ReuseError", "cut_label", "write_reports"]
 
 
 @dataclass(frozen=True)
@@ -50,34 +49,13 @@ class EvalFileReport:
     path: Path
     summary: dict[str, Any]
 
-
-def format_table(reports: Sequence[EvalFileReport]) -> str:
-    """The per-length table; a run that cut its contexts (the direct baseline's window) gets a
-    column with the share of the context's tokens it cut, so a cut context never reads as read."""
-    cutting = any(report.summary.get("cut_share") for report in reports)
-    header = ["docs", "items", "failed", "ctx tokens", *(["cut"] if cutting else []), "sub_em", "em", "f1", "strict"]
-    rows = [
-        [
-            report.label,
-            str(report.summary["items"]),
-            str(report.summary["failed"] + report.summary["missing"]),
-            f"{report.summary['mean_context_tokens']:,.0f}",
-            *([cut_label(report.summary.get("cut_share", 0.0))] if cutting else []),
-            *(f"{report.summary[metric]:.1f}" for metric in ("sub_em", "em", "f1", "strict")),
-        ]
-        for report in reports
-    ]
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    lines = [" | ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in [header, *rows]]
-    lines.insert(1, "-+-".join("-" * width for width in widths))
-    return "\n".join(lines)
-
-
-def cut_label(share: float) -> str:
-    """The share of a context cut, as tables show it: 57%, <1% for a sliver, 0% for none."""
-    if not share:
-        return "0%"
-    return "<1%" if share < 0.005 else f"{100 * share:.0f}%"
+    def cell(self) -> dict[str, Any]:
+        """summary.json's entry: which suite, task and length, the headline metric, the figures."""
+        cell = cell_of(self.path)
+        metrics = suite_named(cell.suite).metrics(cell.task)
+        facts = cell.facts() | {"label": self.label, "file": str(self.path), "metric": metrics[0]}
+        figures = {key: value for key, value in self.summary.items() if key not in SCORE_FIELDS or key in metrics}
+        return facts | {"metrics": list(metrics)} | figures
 
 
 # Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
@@ -208,44 +186,38 @@ def write_reports(
     keep_other_labels: bool = False,
     papers: Sequence[Chosen] = (),
 ) -> None:
-    """The table on stdout, then summary.json and the plot; `runs` are the facts of every run that
-    produced these results, oldest first (the last is the latest). With `keep_other_labels` the
-    lengths an earlier run evaluated into this folder and this one did not stay in both (their
-    results files are still there, made with the settings `runs` records). `papers` (--paper) are
-    set beside the run: in summary.json's 'paper', on the accuracy plot (sub_em tables) and under
-    the heat map (RULER averages)."""
-    ruler = [entry for r in reports if (entry := ruler_entry(r.label, r.path, r.summary)) is not None]
-    reports = [r for r in reports if ruler_name(r.path) is None]
+    """Each suite's table on stdout, then summary.json and each suite's figure; `runs` are the facts
+    of every run that produced these results, oldest first (the last is the latest). With
+    `keep_other_labels` the cells an earlier run evaluated into this folder and this one did not stay
+    (their results files are still there, made with the settings `runs` records). `papers` (--paper)
+    are set beside the suite whose metric their table holds: in summary.json's 'paper', and in that
+    suite's table and figure."""
+    cells = [report.cell() for report in reports]
     if keep_other_labels:
-        cells = _earlier_summary(output_dir).get("results") or []  # every suite's, read_summary's shape
-        reports = _with_other_labels(reports, output_dir, [c for c in cells if c.get("suite") == "ruler_hqa"])
-        ruler = with_earlier_entries(ruler, output_dir, [c for c in cells if c.get("suite") == "ruler"])
-    if reports:
-        print(format_table(reports), flush=True)
-    hqa_cells = [{"label": r.label, "file": str(r.path), **r.summary} for r in reports]
-    beside = beside_run(papers, current_cells(hqa_cells, ruler), _lines_in(output_dir), runs[-1] if runs else None)
-    hqa_paper = [entry for entry in beside if entry["metric"] == "sub_em"]
-    ruler_paper = [entry for entry in beside if entry["metric"] == "ruler_average"]
-    if ruler:
-        print(format_heatmap_table(ruler, ruler_paper), flush=True)
+        cells = _with_other_cells(cells, output_dir)
+    by_suite = {suite.name: [c for c in cells if c["suite"] == suite.name] for suite in SUITES}
+    beside = beside_run(papers, cells, _lines_in(output_dir), runs[-1] if runs else None)
     for entry in beside:
         if not entry["columns"]:
             print(f"--paper {entry['table']}: none of its lengths is in this run, so it is not drawn")
+    suites = [suite for suite in SUITES if by_suite[suite.name]]
+    for suite in suites:
+        paper = [entry for entry in beside if entry["metric"] == suite.paper_metric and entry["columns"]]
+        print(suite.table(by_suite[suite.name], paper), flush=True)
     document = {
-        "suites": [suite for suite, held in (("hqa", reports), ("ruler", ruler)) if held],
-        "results": [{"label": r.label, "file": str(r.path), **r.summary} for r in reports],
-        "ruler": ruler,
+        "suites": [suite.name for suite in suites],
+        "results": [cell for suite in suites for cell in by_suite[suite.name]],
         "paper": beside,
         "run": runs[-1] if runs else None,
         "earlier_runs": list(runs[:-1]),
     }
     write_text_atomic(output_dir / SUMMARY_NAME, json.dumps(document, indent=2) + "\n")
-    plots = [name for name, held in ((PLOT_NAME, reports), (HEATMAP_NAME, ruler)) if plot and held]
-    if plot and reports:
-        plot_accuracy(reports, output_dir / PLOT_NAME, hqa_paper)
-    if plot and ruler:
-        plot_heatmap(ruler, output_dir / HEATMAP_NAME, ruler_paper)
-    print(f"summary: {output_dir / SUMMARY_NAME}" + "".join(f"  plot: {output_dir / name}" for name in plots))
+    if plot:
+        for suite in suites:
+            paper = [entry for entry in beside if entry["metric"] == suite.paper_metric and entry["columns"]]
+            suite.plot(by_suite[suite.name], output_dir / suite.plot_name, paper)
+    plots = "".join(f"  plot: {output_dir / suite.plot_name}" for suite in suites) if plot else ""
+    print(f"summary: {output_dir / SUMMARY_NAME}" + plots)
 
 
 def _lines_in(output_dir: Path) -> Callable[[str], list[dict[str, Any]]]:
@@ -258,55 +230,25 @@ def _lines_in(output_dir: Path) -> Callable[[str], list[dict[str, Any]]]:
     return lines
 
 
-def _earlier_summary(output_dir: Path) -> dict[str, Any]:
-    """The folder's summary.json as the one reader checks it; empty when there is none to build on."""
+def _with_other_cells(cells: list[dict[str, Any]], output_dir: Path) -> list[dict[str, Any]]:
+    """`cells` and the earlier summary's other cells whose results file is still there, each suite's
+    in its order."""
     try:
-        return read_summary(Path(output_dir) / SUMMARY_NAME)
+        earlier = read_summary(Path(output_dir) / SUMMARY_NAME)["results"]
     except (OSError, UsageError):
-        return {}
+        earlier = []
+    labels = {cell["label"] for cell in cells}
+    merged = list(cells)
+    for cell in earlier:
+        if cell["label"] not in labels and (Path(output_dir) / f"results_{cell['label']}.jsonl").is_file():
+            merged.append(cell)
+    known = [cell for cell in merged if cell.get("suite") in {suite.name for suite in SUITES}]
+    return sorted(known, key=lambda cell: (SUITES.index(suite_named(cell["suite"])), _order(cell)))
 
 
-def _with_other_labels(reports: Sequence[EvalFileReport], output_dir: Path, earlier: Any) -> list[EvalFileReport]:
-    """`reports` and those of the earlier summary's other lengths (`earlier`: its "results") whose
-    results file is still there, ordered by document count."""
-    labels = {report.label for report in reports}
-    merged = list(reports)
-    for entry in earlier if isinstance(earlier, list) else []:
-        if not isinstance(entry, dict) or entry.get("label") in labels:
-            continue
-        label = str(entry.get("label"))
-        if (Path(output_dir) / f"results_{label}.jsonl").is_file():
-            summary = {key: value for key, value in entry.items() if key not in ("label", "file")}
-            merged.append(EvalFileReport(label, Path(str(entry.get("file", ""))), summary))
-    return sorted(merged, key=lambda r: (0, int(r.label), "") if r.label.isdigit() else (1, 0, r.label))
-
-
-def plot_accuracy(reports: Sequence[EvalFileReport], path: Path, paper: Sequence[dict[str, Any]] = ()) -> None:
-    """sub_em against mean context tokens on a log axis, each point labelled with its doc count and,
-    where the run cut its contexts, the share cut; `paper` (beside_run's sub_em entries) dashed, each
-    published number at this run's tokens for that document count."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    points = sorted((r.summary["mean_context_tokens"], r.summary["sub_em"], r.label) for r in reports)
-    cuts = {r.label: float(r.summary.get("cut_share") or 0.0) for r in reports}
-    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    xs = [max(x, 1.0) for x, _, _ in points]
-    axes.plot(xs, [y for _, y, _ in points], marker="o", color="#1f6feb", label="this run")
-    for x, (_, y, label) in zip(xs, points, strict=True):
-        note = f"{label} docs" + (f", {cut_label(cuts[label])} cut" if cuts[label] else "")
-        axes.annotate(note, (x, y), textcoords="offset points", xytext=(0, 7), ha="center", fontsize=8)
-    at = {label: x for x, (_, _, label) in zip(xs, points, strict=True)}
-    published = [(f"{model} ({entry['version']})", row) for entry in paper for model, row in entry["rows"].items()]
-    draw_published(axes, published, at, first_colour=1)  # C0 is like this run's blue
-    finish_accuracy_axes(
-        axes,
-        {x: tokens_label(x) for x in xs},
-        ylabel="sub_em x 100",
-        title="Accuracy vs context length (RULER-HQA protocol)",
-        legend_size=7 if paper else None,
+def _order(cell: dict[str, Any]) -> tuple[Any, ...]:
+    suite = suite_named(cell["suite"])
+    length = cell.get("length")
+    return suite.order(
+        Cell(cell["suite"], str(cell.get("task")), length if isinstance(length, int) else None, cell["label"])
     )
-    figure.tight_layout()
-    write_figure_png(figure, path)

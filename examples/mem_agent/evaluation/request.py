@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.agent.direct_reading import DIRECT_MODE
+from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.console import program_name
 from mem_agent.common.usage import UsageError
@@ -33,6 +34,8 @@ class EvalRequest:
     ruler_root: Path | None
     ruler_splits: tuple[str, ...] | None
     ruler_lengths: tuple[int, ...] | None
+    longbench_root: Path | None
+    longbench_tasks: tuple[str, ...] | None
     output_dir: Path
     url: tuple[str, ...]
     protocol: str
@@ -54,6 +57,7 @@ class EvalRequest:
     limit: int | None
     force: bool
     no_plot: bool
+    empty_as_wrong: bool
     paper: tuple[str, ...]
     save_trajectories: bool
     check: bool
@@ -63,7 +67,10 @@ class EvalRequest:
         def _tuple(values: list | None) -> tuple | None:
             return None if values is None else tuple(values)
 
-        lists = {name: _tuple(getattr(args, name)) for name in ("lengths", "ruler_splits", "ruler_lengths")}
+        lists = {
+            name: _tuple(getattr(args, name))
+            for name in ("lengths", "ruler_splits", "ruler_lengths", "longbench_tasks")
+        }
         given = {"data": tuple(args.data), "url": tuple(args.url or ()), "paper": tuple(args.paper)}
         return cls(**vars(args) | given | lists)
 
@@ -121,8 +128,9 @@ def _apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
 def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser = kind(
         prog=program_name("mem_agent.eval_ruler_hqa"),
-        description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json) and RULER's general tasks"
-        " (eval_<split>_<length>.json), and report accuracy vs length.",
+        description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json), RULER's general tasks"
+        " (eval_<split>_<length>.json, or RULER's own <length>/data/<split>/validation.jsonl) and LongBench QA"
+        " (<task>.jsonl), and report each suite's table and figure.",
     )
     parser.add_argument(
         "--data", type=Path, nargs="*", default=[], help="eval files to run (any RULER-HQA-shaped JSON)"
@@ -165,6 +173,21 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
         help="with --ruler-root: the lengths in tokens to run, e.g. 8192 131072 (default: every length present)",
     )
     parser.add_argument(
+        "--longbench-root",
+        type=Path,
+        default=None,
+        help="folder holding LongBench (v1) task files, <task>.jsonl as LongBench's data/ has them",
+    )
+    parser.add_argument(
+        "--longbench-tasks",
+        nargs="*",
+        choices=LONGBENCH_QA_TASKS,
+        default=None,
+        metavar="TASK",
+        help=f"with --longbench-root: the QA tasks to run, of {' '.join(LONGBENCH_QA_TASKS)}"
+        " (default: every task present)",
+    )
+    parser.add_argument(
         "--output-dir", type=Path, default=Path("runs/eval"), help="results folder (default: %(default)s)"
     )
     add_server_flags(parser, many=True)
@@ -195,7 +218,13 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
     parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
     parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
-    parser.add_argument("--no-plot", action="store_true", help="skip the accuracy-vs-length PNG")
+    parser.add_argument("--no-plot", action="store_true", help="skip every suite's figure (PNG)")
+    parser.add_argument(
+        "--empty-as-wrong",
+        action="store_true",
+        help="count an item answered with nothing (an empty final answer) as wrong; by default it is left out"
+        " of the mean and counted in the tables' empty column, as MemAgent's evaluator does (default: off)",
+    )
     parser.add_argument(
         "--paper",
         action="append",

@@ -121,6 +121,9 @@ class ResultLine(pydantic.BaseModel):
     em: Share | None = None
     f1: Share | None = None
     strict: Share | None = None
+    string_match_all: Share | None = None
+    qa_f1: Share | None = None
+    empty: bool | None = None
     recall_share: Share | None = None
     recall_hit_rate: Share | None = None
     context_tokens: Count | None = None
@@ -152,20 +155,50 @@ def unique_items(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(chosen.values())
 
 
-def summarize(records: Iterable[dict[str, Any]], expected: int | None = None) -> dict[str, Any]:
-    """Mean metrics x 100 where failed and missing items count as 0: the denominator is every item.
+HQA_METRICS = ("sub_em", "em", "f1", "strict")
+
+
+def is_empty(record: dict[str, Any]) -> bool:
+    """A completed item whose final answer is the empty string (older lines hold no `empty` field)."""
+    return record.get("status") == COMPLETED and (record.get("empty") is True or record.get("answer") == "")
+
+
+def metric_value(record: dict[str, Any], metric: str) -> float:
+    """One line's share of `metric`; RULER lines written before the suite had its own metric name
+    held string_match_all under sub_em."""
+    value = record.get(metric)
+    if value is None and metric == "string_match_all":
+        value = record.get("sub_em")
+    return float(value or 0.0)
+
+
+def summarize(
+    records: Iterable[dict[str, Any]],
+    expected: int | None = None,
+    metrics: Iterable[str] = HQA_METRICS,
+    *,
+    empty_as_wrong: bool = False,
+) -> dict[str, Any]:
+    """Mean metrics x 100 where failed and missing items count as 0: the denominator is every item,
+    less, by default, the items answered with nothing (MemAgent's evaluator skips an empty response;
+    `empty_as_wrong` counts them as 0 instead). `empty` and `scored` say how many each way.
     Each item id counts once, however often the file holds it."""
     records = unique_items(records)
     completed = [r for r in records if r.get("status") == COMPLETED]
+    empty = sum(is_empty(r) for r in completed)
     total = max(expected or 0, len(records))
+    scored = total if empty_as_wrong else total - empty
+    counted = [r for r in completed if empty_as_wrong or not is_empty(r)]
     summary: dict[str, Any] = {
         "items": total,
         "completed": len(completed),
         "failed": len(records) - len(completed),
         "missing": total - len(records),
+        "empty": empty,
+        "scored": scored,
     }
-    for metric in ("sub_em", "em", "f1", "strict"):
-        summary[metric] = 100.0 * sum(float(r.get(metric, 0.0)) for r in completed) / total if total else 0.0
+    for metric in metrics:
+        summary[metric] = 100.0 * sum(metric_value(r, metric) for r in counted) / scored if scored else 0.0
     for metric in ("recall_share", "recall_hit_rate"):  # ReMemR1 runs only
         values = [float(r[metric]) for r in completed if metric in r]
         if values:

@@ -39,6 +39,7 @@ from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reu
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import ResultStore, read_results, summarize
 from mem_agent.evaluation.run_plan import DataPlan, RunSettings, check_arguments, check_data, left_to_run, mode_facts
+from mem_agent.evaluation.suites import suite_named
 from mem_agent.inference.agent_flags import build_agent, build_direct_reader, client_settings, reach_servers
 from mem_agent.inference.client import ClientSettings
 from mem_agent.inference.client_pool import ClientPool
@@ -122,6 +123,7 @@ def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
     reach_servers(servers)
     lock.take()
     facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts, settings.mode)
+    facts["scoring"] = plan.facts["scoring"]  # the reporting rules and how empty answers are counted
     facts |= mode_facts(request, settings.mode, agent) | {
         key: plan.facts[key] for key in ("data", "data_sha256", "corpus_sha256") if key in plan.facts
     }
@@ -154,14 +156,7 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
         evaluator, seconds = asyncio.run(_evaluate_all(request, run, on_trajectory))
     except DataFormatError as error:  # a data file that breaks mid-run
         raise UsageError(str(error)) from None
-    reports = [
-        EvalFileReport(
-            file.label,
-            file.path,
-            summarize(read_results(store.path), run.plan.expected[file]) | {"reused": store.report.kept},
-        )
-        for file, store in run.stores.items()
-    ]
+    reports = [_report(request, file, store, run.plan.expected[file]) for file, store in run.stores.items()]
     reused = sum(store.report.kept for store in run.stores.values())
     facts = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
     earlier_runs = [*run.earlier_runs, facts | run.facts | _run_facts(request, evaluator, seconds)]
@@ -192,13 +187,22 @@ def _report_only(request: EvalRequest, run: _Run) -> int:
         if repairs := store.report.repairs():
             print(f"repaired {store.path}: {'; '.join(repairs)} (one line per item is kept)")
         print(f"{file.path.name}: {store.report.kept} done (results of earlier runs, reused)")
-        summary = summarize(read_results(store.path), run.plan.expected[file]) | {"reused": store.report.kept}
-        reports.append(EvalFileReport(file.label, file.path, summary))
+        reports.append(_report(request, file, store, run.plan.expected[file]))
     total = sum(run.plan.expected.values())
     print(f"nothing new to run: all {total} results come from earlier runs, which summary.json describes")
     plot, papers = not request.no_plot, run.settings.papers
     write_reports(reports, request.output_dir, run.earlier_runs, plot=plot, keep_other_labels=True, papers=papers)
     return 0
+
+
+def _report(request: EvalRequest, file: EvalFile, store: ResultStore, expected: int) -> EvalFileReport:
+    """One file's cell: its results summarised by its suite's metrics and the run's aggregation."""
+    suite = suite_named(file.cell.suite)
+    empty_as_wrong = request.empty_as_wrong or not suite.empty_left_out
+    summary = summarize(
+        read_results(store.path), expected, suite.metrics(file.cell.task), empty_as_wrong=empty_as_wrong
+    )
+    return EvalFileReport(file.label, file.path, summary | {"reused": store.report.kept})
 
 
 def _point_to_views(request: EvalRequest) -> None:

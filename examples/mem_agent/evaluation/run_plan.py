@@ -19,7 +19,7 @@ from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.usage import gather, problems_to_error
-from mem_agent.evaluation.files import EvalFile, check_eval_file, corpus_of, file_sha256, resolve_files
+from mem_agent.evaluation.files import EvalFile, corpus_of, file_sha256, read_file_items, resolve_files
 from mem_agent.evaluation.paper_tables import Chosen, choose_all
 from mem_agent.evaluation.reporting import check_reuse, facts_known_without_a_server
 from mem_agent.evaluation.request import EvalRequest
@@ -76,11 +76,16 @@ def check_data(
     """The files named, each read in full, and what is left to run. `lock` is called, before
     anything in the output folder is read, when that folder exists (one writer per folder)."""
     files = resolve_files(request, allow_missing=allow_missing)
-    present = [file for file in files if file.path.is_file()]
     if request.output_dir.is_dir():
         lock()
-    checks = (functools.partial(check_eval_file, f.path, f.corpus) for f in present)
-    item_ids = dict(zip(present, gather(*checks), strict=True))
+    checks = (functools.partial(read_file_items, f) for f in files if f.path.is_file())
+    read = {found.file.path: found for found in gather(*checks)}
+    for found in read.values():
+        for note in found.notes:
+            print(f"note: {note}")
+    files = [read[f.path].file if f.path in read else f for f in files]  # with each file's identity rule
+    present = [file for file in files if file.path in read]
+    item_ids = {file: read[file.path].ids for file in present}
     expected = {file: min(len(ids), file.limit or sys.maxsize) for file, ids in item_ids.items()}
     left = 0
     for file, ids in item_ids.items():
@@ -88,6 +93,7 @@ def check_data(
         left += sum(item_id not in done for item_id in ids[: expected[file]])
     facts = facts_known_without_a_server(request.tokenizer, settings.config, settings.sampling, settings.mode)
     facts |= mode_facts(request, settings.mode)
+    facts["scoring"] = facts["scoring"] | {"empty_answers": "wrong" if request.empty_as_wrong else "left out"}
     facts["data"] = {file.label: len(ids) for file, ids in item_ids.items()}
     facts["data_sha256"] = {file.label: file_sha256(file.path) for file in present}  # what compare checks runs by
     corpora = {file.label: corpus_of(file) for file in present}

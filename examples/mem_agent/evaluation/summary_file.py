@@ -1,14 +1,11 @@
 """summary.json read by one reader with a schema: every command that reads it (the evaluator's
 reuse check, compare, the viewer) gets the same checked document, or one line naming the field.
 
-Only what readers use is checked: each cell's label, its counts (non-negative integers) and its
+Only what readers use is checked: each cell's suite, label, counts (non-negative integers) and
 metrics (finite numbers, x 100 in [0, 100]; tokens non-negative), and that the run facts are
 objects. Fields a reader does not use pass as they are, so a newer writer's additions are kept.
-
-Every suite's cells are one list, `results`, each naming its `suite`, `task`, `length` and headline
-`metric` (docs/evaluation.md). A file written before that shape (RULER-HQA lengths in `results`
-without a suite, RULER general cells under `ruler` with the split's string_match_all under
-`sub_em`) is read as if written now (`_current_shape`), so no reader knows the old layout.
+Files of the layout before suites are read into the one shape: a cell without `suite` is
+RULER-HQA's, and the old separate `ruler` list's cells become RULER cells.
 """
 
 from __future__ import annotations
@@ -30,39 +27,29 @@ Tokens = Annotated[float, pydantic.Field(ge=0.0, allow_inf_nan=False)]
 Label = Annotated[str, pydantic.BeforeValidator(lambda v: str(v) if type(v) is int else v)]
 
 
-HQA_METRICS = ("sub_em", "em", "f1", "strict")
-
-
-class LengthResult(pydantic.BaseModel):
-    """One cell (suite, task, length) of a run; every metric it names in `metrics` is checked."""
+class CellResult(pydantic.BaseModel):
+    """One cell of any suite. Every metric it holds is a finite number x 100 in [0, 100]."""
 
     model_config = pydantic.ConfigDict(extra="allow", allow_inf_nan=False)
 
-    label: Label
-    suite: str = "ruler_hqa"
-    task: str = "hotpotqa"
+    suite: str = "ruler_hqa"  # files written before suites were named held RULER-HQA cells here
+    task: str | None = None
     length: int | None = None
+    label: Label
     metric: str = "sub_em"
-    metrics: list[str] = list(HQA_METRICS)
+    metrics: list[str] = ["sub_em", "em", "f1", "strict"]
     items: Count = 0
     completed: Count = 0
     failed: Count = 0
     missing: Count = 0
+    empty: Count = 0
     sub_em: Percent | None = None
     em: Percent | None = None
     f1: Percent | None = None
     strict: Percent | None = None
+    string_match_all: Percent | None = None
+    qa_f1: Percent | None = None
     mean_context_tokens: Tokens = 0.0
-
-    @pydantic.model_validator(mode="after")
-    def _metrics_are_percentages(self) -> LengthResult:
-        for name in {self.metric, *self.metrics}:
-            value = getattr(self, name, None)
-            if value is None and name in HQA_METRICS:
-                continue  # an older HQA cell may lack one of them: shown as 0
-            if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= value <= 100.0:
-                raise ValueError(f"{name} must be a number x 100 in [0, 100], not {value!r}")
-        return self
 
 
 class RunFacts(pydantic.BaseModel):
@@ -79,7 +66,7 @@ class RunFacts(pydantic.BaseModel):
 class SummaryDocument(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="allow", allow_inf_nan=False)
 
-    results: list[LengthResult] = []
+    results: list[CellResult] = []
     run: RunFacts | None = None
     earlier_runs: list[dict[str, Any]] = []
 
@@ -102,63 +89,34 @@ def read_summary(path: Path) -> dict[str, Any]:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise SummaryError(f"{path}: not JSON (cut by a crash, or edited by hand?)") from None
-    document = validated(SummaryDocument, _current_shape(value), str(path))
-    plain = {"run": None, "earlier_runs": [], **document.model_dump(exclude_unset=True)}
-    plain["results"] = [_plain(result) for result in document.results]
+    if isinstance(value, dict) and isinstance(value.get("ruler"), list):
+        value = value | {"results": [*(value.get("results") or []), *map(_old_ruler_cell, value["ruler"])]}
+    document = validated(SummaryDocument, value, str(path))
+    plain = {"run": None, "earlier_runs": [], **document.model_dump(exclude_unset=True, exclude={"ruler"})}
+    plain["results"] = [_cell(result) for result in document.results]
     return plain
 
 
-def _plain(result: LengthResult) -> dict[str, Any]:
-    """A cell as plain data: a RULER-HQA cell with each of its metrics (0 where an older file lacks
-    one); another suite's without the HQA metrics it does not hold."""
-    plain = result.model_dump()
-    for name in HQA_METRICS:
-        if plain[name] is None:
-            if result.suite == "ruler_hqa":
-                plain[name] = 0.0
-            else:
-                del plain[name]
-    return plain
+def _cell(result: CellResult) -> dict[str, Any]:
+    """A cell as plain data: every field given, and each metric it names (0 where missing)."""
+    cell = result.model_dump(exclude_none=True)
+    if result.task is None and result.suite == "ruler_hqa":
+        cell["task"] = "hotpotqa"
+    if result.length is None and result.suite == "ruler_hqa" and result.label.isdigit():
+        cell["length"] = int(result.label)
+    cell.setdefault("length", None)
+    for name in result.metrics:
+        cell.setdefault(name, 0.0)
+    return cell
 
 
-def current_cells(results: list[Any], ruler: list[Any] | None = None) -> list[Any]:
-    """Cells written in the older shape (RULER-HQA `results`, RULER general `ruler`) as one list in
-    the current shape: what summary.json's readers get."""
-    return _current_shape({"results": results, "ruler": ruler or []})["results"]
-
-
-def _current_shape(value: Any) -> Any:
-    """An older summary.json as the current shape: `ruler` entries moved into `results` (their
-    split the task, their string_match_all, kept under `sub_em` then, under its own name), cells
-    without a suite marked RULER-HQA. A current file passes unchanged."""
-    if not isinstance(value, dict):
-        return value
-    old_ruler = value.get("ruler")
-    results = value.get("results")
-    if not isinstance(results, list) or not isinstance(old_ruler, list | type(None)):
-        return value
-    cells = [_hqa_cell(cell) for cell in results]
-    cells += [_ruler_cell(cell) for cell in old_ruler or []]
-    current = {key: item for key, item in value.items() if key != "ruler"}
-    return current | {"results": cells}
-
-
-def _hqa_cell(cell: Any) -> Any:
-    if not isinstance(cell, dict) or "suite" in cell:
-        return cell
-    label = str(cell.get("label"))
-    length = {"length": int(label)} if label.isdigit() else {}
-    return {"suite": "ruler_hqa", "task": "hotpotqa", **length, "metric": "sub_em", "metrics": list(HQA_METRICS)} | cell
-
-
-def _ruler_cell(cell: Any) -> Any:
-    """An entry of the old `ruler` list: metric "qa" (qa_1, qa_2) is sub_em with em and f1; any
-    other split's one score, string_match_all, was written as sub_em."""
-    if not isinstance(cell, dict) or "suite" in cell:
-        return cell
-    if cell.get("metric") == "qa":
-        shape = {"metric": "sub_em", "metrics": ["sub_em", "em", "f1"]}
-    else:
-        shape = {"metric": "string_match_all", "metrics": ["string_match_all"]}
-        shape["string_match_all"] = cell.get("sub_em")
-    return {"suite": "ruler", "task": cell.get("split")} | {k: v for k, v in cell.items() if k != "metric"} | shape
+def _old_ruler_cell(entry: Any) -> Any:
+    """A RULER cell of the layout before suites (summary.json's separate `ruler` list): its split is the
+    task and, for every split but qa_*, its `sub_em` held string_match_all."""
+    if not isinstance(entry, dict):
+        return entry
+    split = entry.get("split")
+    qa = isinstance(split, str) and split.startswith("qa_")
+    moved = {} if qa else {"string_match_all": entry.get("sub_em", 0.0)}
+    metrics = ["sub_em", "em", "f1", "strict"] if qa else ["string_match_all", "strict"]
+    return entry | moved | {"suite": "ruler", "task": split, "metric": metrics[0], "metrics": metrics}

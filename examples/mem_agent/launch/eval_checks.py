@@ -14,11 +14,14 @@ import sys
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
+from types import SimpleNamespace
 
 from mem_agent.common.jsonstream import iter_json_array
 from mem_agent.evaluation.files import check_eval_file
+from mem_agent.evaluation.suites.longbench import LONGBENCH
+from mem_agent.evaluation.suites.ruler import RULER
 from mem_agent.launch.convert import converted_path
-from mem_agent.launch.eval_settings import SERVER_KNOBS, EvalSettings, Mode, Suite
+from mem_agent.launch.eval_settings import SERVER_KNOBS, EvalSettings, Mode, Suite, runs
 from mem_agent.launch.problems import Problems, port_in_use
 from mem_agent.launch.serving import GpuLayout
 
@@ -59,9 +62,11 @@ def model_folder(settings: EvalSettings, environ: Mapping[str, str], problems: P
 
 def check_machine(settings: EvalSettings, mode: Mode, lengths: list[str], problems: Problems) -> None:
     """What this machine must have: the data, the model, the server at URL, the packages."""
-    if mode is not Mode.DEMO and settings.suite.runs(Suite.RULER):
+    if mode is not Mode.DEMO and runs(settings, Suite.RULER):
         _check_ruler_files(settings, problems)
-    if mode is not Mode.DEMO and settings.suite.runs(Suite.HQA):
+    if mode is not Mode.DEMO and runs(settings, Suite.LONGBENCH):
+        _check_longbench_files(settings, problems)
+    if mode is not Mode.DEMO and runs(settings, Suite.HQA):
         absent = [f"eval_{n}.json" for n in lengths if not (Path(settings.data_root) / f"eval_{n}.json").is_file()]
         if absent:
             get = (
@@ -87,15 +92,34 @@ def check_machine(settings: EvalSettings, mode: Mode, lengths: list[str], proble
 
 
 def _check_ruler_files(settings: EvalSettings, problems: Problems) -> None:
-    """Every split x length file is there (their items are read in full by the evaluator's checks)."""
+    """Every split x length file is there, found as the evaluator finds them (their items are read in
+    full by the evaluator's own checks)."""
     root = Path(settings.ruler_root)
-    names = [f"eval_{s}_{n}.json" for s in settings.ruler_splits.split() for n in settings.ruler_lengths.split()]
-    absent = [name for name in names if not (root / name).is_file()]
-    if absent:
-        shown = " ".join(absent[:4]) + (f" and {len(absent) - 4} more" if len(absent) > 4 else "")
+    wanted = SimpleNamespace(
+        ruler_root=root,
+        ruler_splits=settings.ruler_splits.split(),
+        ruler_lengths=[int(n) for n in settings.ruler_lengths.split()],
+    )
+    absent = (
+        [path.name for path in RULER.find(wanted, allow_missing=True) if not path.is_file()] if root.is_dir() else []
+    )
+    if absent or not root.is_dir():
+        shown = " ".join(absent[:4]) + (f" and {len(absent) - 4} more" if len(absent) > 4 else "") or "its files"
         build = f"python -m mem_agent.build_ruler --out-dir {root} --tokenizer MODEL_PATH --lengths ..."
         problems.missing(
             f"RULER_ROOT={root} lacks {shown} (copy MemAgent's or RULER's files there, or make ours: {build})"
+        )
+
+
+def _check_longbench_files(settings: EvalSettings, problems: Problems) -> None:
+    """Every task's file is there, found as the evaluator finds them."""
+    root = Path(settings.longbench_root)
+    wanted = SimpleNamespace(longbench_root=root, longbench_tasks=settings.longbench_tasks.split())
+    absent = [path.name for path in LONGBENCH.find(wanted, allow_missing=True) if not path.is_file()]
+    if absent:
+        problems.missing(
+            f"LONGBENCH_ROOT={root} lacks {' '.join(absent)} (unpack LongBench's data.zip there: its data/ folder"
+            " holds <task>.jsonl; docs/evaluation.md#longbench-qa)"
         )
 
 

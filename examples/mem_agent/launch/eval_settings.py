@@ -19,6 +19,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel
 
+from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
 from mem_agent.agent.ruler_scoring import MEMAGENT_SPLITS, RULER_LENGTHS, RULER_SPLITS
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Switch
@@ -47,11 +48,24 @@ class Mode(enum.StrEnum):
 
 class Suite(enum.StrEnum):
     HQA = "hqa"  # RULER-HQA: DATA_ROOT's eval_<N>.json at LENGTH documents
-    RULER = "ruler"  # RULER's general tasks: RULER_ROOT's eval_<split>_<length>.json
-    ALL = "all"  # both, in one run folder with one summary.json
+    RULER = "ruler"  # RULER's general tasks: RULER_ROOT's files
+    LONGBENCH = "longbench"  # LongBench QA: LONGBENCH_ROOT's <task>.jsonl
 
-    def runs(self, suite: Suite) -> bool:
-        return self in (suite, Suite.ALL)
+
+def _suites(text: str) -> str:
+    """Suites as words ("hqa ruler"); all = every suite."""
+    words = [suite.value for suite in Suite] if text.strip() == "all" else text.split()
+    if not words or any(word not in set(Suite) for word in words) or len(set(words)) != len(words):
+        raise ValueError(f"not distinct names of {' '.join(Suite)}, or all")
+    return " ".join(words)
+
+
+# The suites a run evaluates, into one run folder and one summary.json: SUITE.
+Suites = Annotated[str, AfterValidator(_suites)]
+
+
+def runs(settings: EvalSettings, suite: Suite) -> bool:
+    return suite.value in settings.suite.split()
 
 
 class DpMode(enum.StrEnum):
@@ -81,6 +95,17 @@ def _splits(text: str) -> str:
 
 # RULER general splits, given as words: RULER_SPLITS.
 RulerSplits = Annotated[str, AfterValidator(_splits)]
+
+
+def _tasks(text: str) -> str:
+    words = text.split()
+    if not words or any(word not in LONGBENCH_QA_TASKS for word in words) or len(set(words)) != len(words):
+        raise ValueError(f"not distinct names of {' '.join(LONGBENCH_QA_TASKS)}")
+    return " ".join(words)
+
+
+# LongBench QA tasks, given as words: LONGBENCH_TASKS.
+LongBenchTasks = Annotated[str, AfterValidator(_tasks)]
 
 
 class EvalSettings(BaseModel):
@@ -117,11 +142,13 @@ class EvalSettings(BaseModel):
         values='distinct positive integers, such as "50 200"',
         section=DATA,
     )
-    suite: Suite = setting(
-        Suite.HQA,
-        "What to evaluate: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's general tasks (RULER_ROOT,"
-        " RULER_SPLITS, RULER_LENGTHS); all = both, into one run folder and one summary.json.",
+    suite: Suites = setting(
+        Suite.HQA.value,
+        "What to evaluate, one or more of: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's general tasks"
+        " (RULER_ROOT, RULER_SPLITS, RULER_LENGTHS); longbench = LongBench QA (LONGBENCH_ROOT, LONGBENCH_TASKS);"
+        " all = every suite; into one run folder and one summary.json.",
         env="SUITE",
+        values="distinct words of hqa ruler longbench, or all",
         section=DATA,
     )
     data_root: str = setting(
@@ -152,6 +179,21 @@ class EvalSettings(BaseModel):
         "The lengths in tokens to run, each split at each (the files' names).",
         env="RULER_LENGTHS",
         values='distinct positive integers, such as "8192 131072"',
+        section=RULER,
+    )
+    longbench_root: str = setting(
+        "data/longbench",
+        "Folder with LongBench (v1) task files, <task>.jsonl, as LongBench's data/ folder has them (see"
+        " docs/evaluation.md).",
+        env="LONGBENCH_ROOT",
+        values="a folder",
+        section=RULER,
+    )
+    longbench_tasks: LongBenchTasks = setting(
+        " ".join(LONGBENCH_QA_TASKS),
+        "The LongBench QA tasks to run.",
+        env="LONGBENCH_TASKS",
+        values=f"distinct names of {' '.join(LONGBENCH_QA_TASKS)}",
         section=RULER,
     )
     save_file: str = setting(
@@ -283,18 +325,20 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
     """Each setting the mode would ignore that the user set is a problem, with the reason."""
     mode = settings.mode()
     unused = problems.unused
-    if not settings.suite.runs(Suite.RULER):
+    if not runs(settings, Suite.RULER):
         unused(
             ["RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"],
             environ,
             "they choose RULER's general tasks (SUITE=ruler or all)",
         )
-    if not settings.suite.runs(Suite.HQA):
+    if not runs(settings, Suite.LONGBENCH):
+        unused(["LONGBENCH_ROOT", "LONGBENCH_TASKS"], environ, "they choose LongBench QA (SUITE=longbench or all)")
+    if not runs(settings, Suite.HQA):
         unused(["DATA_ROOT", "LENGTH"], environ, "they choose RULER-HQA's files (SUITE=hqa or all)")
-    if mode is Mode.DEMO and settings.suite is not Suite.HQA:
+    if mode is Mode.DEMO and settings.suite != Suite.HQA.value:
         problems.problem(
-            f"SUITE={settings.suite.value}: the demo runs RULER-HQA on its own synthetic data; set MODEL_PATH (or URL)"
-            " to evaluate RULER_ROOT's files"
+            f"SUITE={settings.suite}: the demo runs RULER-HQA on its own synthetic data; set MODEL_PATH (or URL)"
+            " to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"
         )
     if mode is Mode.DEMO:
         unused(

@@ -26,7 +26,7 @@ from mem_agent.launch.eval_checks import (
     model_folder,
     node_gpus,
 )
-from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder
+from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder, runs
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import help_text, read, script_main
 from mem_agent.launch.serving import GpuLayout
@@ -62,11 +62,18 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
     if mode is Mode.DEMO:
         check_demo_data(Path(data_root), lengths, settings.demo_questions, problems)
     data_args = ["--output-dir", run_dir]
-    if settings.suite.runs(Suite.HQA):
+    if runs(settings, Suite.HQA):
         data_args += ["--data-root", data_root, "--lengths", *lengths]
-    if settings.suite.runs(Suite.RULER):
+    if runs(settings, Suite.RULER):
         data_args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
         data_args += ["--ruler-lengths", *settings.ruler_lengths.split()]
+    if runs(settings, Suite.LONGBENCH):
+        data_args += [
+            "--longbench-root",
+            settings.longbench_root,
+            "--longbench-tasks",
+            *settings.longbench_tasks.split(),
+        ]
     agent_args, owners = _agent_args(settings, environ, bool(gpus), model)
     extra = settings.extra_eval_args.split()
     url = settings.url or (layout.url if gpus else "")

@@ -17,7 +17,7 @@ from typing import Any
 from mem_agent.common.atomic_files import write_figure_png
 from mem_agent.evaluation.accuracy_plot import finish_accuracy_axes, tokens_label
 from mem_agent.evaluation.cell_scores import cell_metric, suite_title
-from mem_agent.evaluation.reporting import cut_label
+from mem_agent.evaluation.cell_tables import cut_label
 from mem_agent.evaluation.ruler_report import length_label
 from mem_agent.observability.comparison_report import cut_share, run_suites, suite_cells
 

@@ -23,7 +23,7 @@ from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.console import program_name
 from mem_agent.evaluation.cell_scores import cell_metric, is_empty, item_score, suite_rank, suite_title
-from mem_agent.evaluation.reporting import cut_label
+from mem_agent.evaluation.cell_tables import cut_label
 from mem_agent.evaluation.results import COMPLETED
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS
 

@@ -8,6 +8,7 @@ the engine as the callback that sees every trajectory.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -46,6 +47,7 @@ def _keep_record(
     item: EvalItem,
     trajectory: Trajectory,
     scores: AnswerScores,
+    metrics: dict[str, float],
     document: TokenIds,
 ) -> None:
     completed = trajectory.status is TrajectoryStatus.COMPLETED
@@ -61,4 +63,6 @@ def _keep_record(
         document=document,
         eval_set=file.path.name,
     )
+    if completed:  # the suite's own scores, as its result line holds them (string_match_all, qa_f1, ...)
+        record = dataclasses.replace(record, scores=dict(metrics))
     stores[file].append(record)

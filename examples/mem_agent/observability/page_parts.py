@@ -15,9 +15,6 @@ from mem_agent.agent.scoring import answer_region, extract_boxed
 from mem_agent.observability.trajectory_records import TrajectoryRecord, TurnRecord, gold_position
 from mem_agent.observability.word_diff import diff_words
 
-# Scores shown per question, in order; the first present one decides right/wrong.
-SCORE_NAMES = ("sub_em", "strict", "em", "f1")
-
 
 @dataclass(frozen=True)
 class TurnView:
@@ -49,7 +46,7 @@ class RowFacts:
 
 @dataclass(frozen=True)
 class ItemView:
-    outcome: str  # right | wrong | failed: the badge's colour and the outcome filter
+    outcome: str  # right | partial | wrong | failed: the badge's colour and the outcome filter
     badge: str
     group: str  # the page's section: a length label or a rollout
     item_id: str
@@ -68,10 +65,25 @@ def number(value: Any, spec: str) -> str:
 
 
 def outcome_of(record: TrajectoryRecord, metric: str) -> str:
+    """By the section's headline metric: all of it right, some (a niah_multivalue answer that found
+    1 of 4 values, a LongBench F1 of 0.4) partial, none wrong; no score at all failed."""
     score = record.scores.get(metric)
-    if record.status != "completed" or not isinstance(score, int | float):
+    if record.status != "completed" or not isinstance(score, int | float) or isinstance(score, bool):
         return "failed"
-    return "right" if score > 0 else "wrong"
+    if score >= 1:
+        return "right"
+    return "partial" if score > 0 else "wrong"
+
+
+def _badge(record: TrajectoryRecord, outcome: str, metric: str) -> str:
+    """The badge's words: a partial score as its number, an empty final answer named."""
+    if outcome == "failed":
+        return str(record.status or "failed")
+    if outcome == "partial":
+        return f"partial {record.scores[metric]:.2f}"
+    if outcome == "wrong" and isinstance(record.extra, dict) and record.extra.get("empty") is True:
+        return "wrong: empty"
+    return outcome
 
 
 def _whole(value: Any) -> int | None:
@@ -120,12 +132,12 @@ def item_view(record: TrajectoryRecord, group: str, metric: str, max_turns: int)
     texts = [str(record.item_id), str(record.question), *map(str, record.ground_truths), str(record.answer)]
     return ItemView(
         outcome=outcome,
-        badge={"right": "right", "wrong": "wrong", "failed": str(record.status or "failed")}[outcome],
+        badge=_badge(record, outcome, metric),
         group=group,
         item_id=str(record.item_id),
         question=str(record.question),
         row=row_facts(record, metric),
-        facts=_facts(record),
+        facts=_facts(record, metric),
         turns=_turns(record, max_turns, [str(g) for g in record.ground_truths]) if record.turns else None,
         search=" ".join(texts).lower(),
     )
@@ -142,8 +154,9 @@ def row_line(row: RowFacts, metric: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def _facts(record: TrajectoryRecord) -> list[tuple[str, str]]:
-    scores = ", ".join(f"{name} {number(record.scores[name], '.2f')}" for name in SCORE_NAMES if name in record.scores)
+def _facts(record: TrajectoryRecord, metric: str) -> list[tuple[str, str]]:
+    names = sorted(record.scores, key=lambda name: name != metric)  # the headline first
+    scores = ", ".join(f"{name} {number(record.scores[name], '.2f')}" for name in names)
     dropped = f" ({number(record.dropped_tokens, ',')} cut from the middle)" if record.dropped_tokens else ""
     rows = [
         ("question", str(record.question)),

@@ -18,38 +18,50 @@ from mem_agent.observability.page_parts import outcome_of
 from mem_agent.observability.run_folders import RunView
 from mem_agent.observability.trajectory_records import TrajectoryRecord
 
-OUTCOMES = ("failed", "wrong", "right")  # the order the cap keeps them in
+OUTCOMES = ("failed", "wrong", "partial", "right")  # the order the cap keeps them in
 
 
 @dataclass(frozen=True)
 class ViewChoice:
-    """What the page shows: one outcome, some lengths, some ids (`ID` or `LENGTH:ID`); empty: all."""
+    """What the page shows: one outcome, some lengths, some ids (`ID` or `LENGTH:ID`); empty: all.
+    A length is a section's label (`50`, `niah_single_1_8192`, `longbench_qasper`) or a length in
+    its suite's unit (`8192`: every RULER split at 8192 tokens)."""
 
     only: str | None = None
     lengths: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
 
 
-def metric_of(run: RunView) -> str:
-    """Right or wrong by the training reward's rule for training records, else by sub_em."""
-    return "strict" if run.kind == "training" or all(r.source == "train" for r in run.records) else "sub_em"
+def metric_of(run: RunView, section: str) -> str:
+    """What decides right or wrong in a section: the training reward's rule for training records,
+    an evaluation section's headline metric (eval_sections.py), else sub_em."""
+    if run.kind == "training" or all(r.source == "train" for r in run.records):
+        return "strict"
+    found = run.sections.get(section)
+    return found.metric if found is not None else "sub_em"
 
 
 def check_choice(run: RunView, choice: ViewChoice) -> None:
-    """UsageError: an outcome that is none of the three, or a length the run does not hold."""
+    """UsageError: an outcome that is none of OUTCOMES, or a length the run does not hold."""
     if choice.only is not None and choice.only not in OUTCOMES:
         raise UsageError(f"--only {choice.only} must be one of: {', '.join(OUTCOMES)}")
     if choice.lengths and run.kind == "training":
         raise UsageError("--lengths picks lengths of an evaluation; a training run has rollouts")
-    unknown = [label for label in choice.lengths if label not in run.groups]
+    unknown = [value for value in choice.lengths if not any(_at(run, name, value) for name in run.groups)]
     if unknown:
         raise UsageError(f"--lengths {' '.join(unknown)}: not in {run.path} (it holds {', '.join(run.groups)})")
 
 
-def _wanted(section: str, record: TrajectoryRecord, outcome: str, choice: ViewChoice) -> bool:
+def _at(run: RunView, section: str, value: str) -> bool:
+    """Whether `--lengths value` names this section: its label, or its length."""
+    found = run.sections.get(section)
+    return value == section or (found is not None and found.length is not None and value == str(found.length))
+
+
+def _wanted(run: RunView, section: str, record: TrajectoryRecord, outcome: str, choice: ViewChoice) -> bool:
     if choice.only is not None and outcome != choice.only:
         return False
-    if choice.lengths and section not in choice.lengths:
+    if choice.lengths and not any(_at(run, section, value) for value in choice.lengths):
         return False
     if choice.ids:
         return record.item_id in choice.ids or f"{section}:{record.item_id}" in choice.ids
@@ -64,23 +76,23 @@ class Selection:
 
 def select(run: RunView, choice: ViewChoice, limit: int) -> Selection:
     """The questions asked for, at most `limit` of them, failures first (see the module's docstring)."""
-    metric = metric_of(run)
     sections = list(run.groups.items())
     if run.kind == "training":
         sections.reverse()  # the latest rollouts first: what a person looks at while it trains
-    wanted = [[(name, r) for r in group if _wanted(name, r, outcome_of(r, metric), choice)] for name, group in sections]
+    outcomes = {id(r): outcome_of(r, metric_of(run, name)) for name, group in sections for r in group}
+    wanted = [[(name, r) for r in group if _wanted(run, name, r, outcomes[id(r)], choice)] for name, group in sections]
     matched = [pair for group in wanted for pair in group]
     notes = _asked_for(run, choice, matched)
     if len(matched) <= limit:
         return Selection(matched, notes)
     kept: list[tuple[str, TrajectoryRecord]] = []
     for outcome in OUTCOMES:
-        per_section = [[pair for pair in group if outcome_of(pair[1], metric) == outcome] for group in wanted]
+        per_section = [[pair for pair in group if outcomes[id(pair[1])] == outcome] for group in wanted]
         rounds = itertools.zip_longest(*per_section)
         kept += [pair for row in rounds for pair in row if pair is not None][: limit - len(kept)]
     position = {id(pair[1]): index for index, pair in enumerate(matched)}
     kept.sort(key=lambda pair: position[id(pair[1])])
-    notes.append(_left_out(matched, kept, metric, limit))
+    notes.append(_left_out(matched, kept, outcomes, limit))
     return Selection(kept, notes)
 
 
@@ -106,11 +118,11 @@ def _asked_for(run: RunView, choice: ViewChoice, matched: Sequence[tuple[str, Tr
 def _left_out(
     matched: Sequence[tuple[str, TrajectoryRecord]],
     kept: Sequence[tuple[str, TrajectoryRecord]],
-    metric: str,
+    outcomes: dict[int, str],
     limit: int,
 ) -> str:
-    total = Counter(outcome_of(r, metric) for _, r in matched)
-    shown = Counter(outcome_of(r, metric) for _, r in kept)
+    total = Counter(outcomes[id(r)] for _, r in matched)
+    shown = Counter(outcomes[id(r)] for _, r in kept)
     parts = [f"{shown[o]} of {total[o]} {o}" for o in OUTCOMES if total[o]]
     return (
         f"showing {len(kept)} of {len(matched)} questions (--max-items {limit}), failures first: {', '.join(parts)};"

@@ -10,7 +10,9 @@ the page's curves draw).
 
 Every file is read by its own reader (schemas checked, cut lines skipped and named on the page),
 and of an item found more than once the line the evaluator's report counts is shown
-(`evaluation.results.unique_items`). A folder a live run holds is read as it stands, and the page
+(`evaluation.results.unique_items`). An evaluation's scores are its results lines', by each
+section's headline metric (eval_sections.py): a trajectory record brings the memories, never the
+score. A folder a live run holds is read as it stands, and the page
 says so: each line read is complete (records are appended whole, rollout files replaced whole),
 but the run has not finished, and an evaluation's summary.json is from before it started.
 """
@@ -18,7 +20,7 @@ but the run has not finished, and an evaluation's summary.json is from before it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,12 @@ from mem_agent.common.run_folder import folder_in_use
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.results import read_results, unique_items
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
+from mem_agent.observability.eval_sections import Section, result_scores, sections_of
 from mem_agent.observability.training_curves import read_run
 from mem_agent.observability.trajectory_records import TrajectoryRecord, read_records
 
 _RESULTS = re.compile(r"results_(.+)\.jsonl")
+_TRAJECTORIES = re.compile(r"trajectories_(.+)\.jsonl")
 
 
 @dataclass
@@ -41,6 +45,7 @@ class RunView:
     summary: dict[str, Any] | None = None  # an evaluation's summary.json
     notes: list[str] = field(default_factory=list)  # what the page must say about what it could not show
     rollout_metrics: list[dict[str, Any]] = field(default_factory=list)  # training: metrics.jsonl, per rollout
+    sections: dict[str, Section] = field(default_factory=dict)  # evaluation: each label's suite, task, metric
 
 
 def load_run(path: Path) -> RunView:
@@ -48,8 +53,7 @@ def load_run(path: Path) -> RunView:
     path = Path(path)
     notes: list[str] = []
     if path.is_file():
-        records = _read(path, notes)
-        return RunView("records", path, records, _grouped(records), notes=_live(path.parent) + notes)
+        return _records_file(path, notes)
     if not path.is_dir():
         raise UsageError(f"{path} does not exist")
     rollouts = sorted((path / "trajectories").glob("rollout_*.jsonl")) or sorted(path.glob("rollout_*.jsonl"))
@@ -109,29 +113,67 @@ def _group_name(record: TrajectoryRecord) -> str:
 
 def _evaluation(path: Path) -> RunView:
     notes = _live(path)
-    summary = None
-    if (path / SUMMARY_NAME).is_file() and not notes:  # a live run's summary.json is an earlier run's
-        summary = read_summary(path / SUMMARY_NAME)
+    summary = _summary(path, notes)
+    labels = [m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))]
+    results = {label: _results(path / f"results_{label}.jsonl", notes) for label in labels}
+    sections = sections_of(summary, labels, {label: lines[0] for label, lines in results.items() if lines})
     groups: dict[str, list[TrajectoryRecord]] = {}
-    labels = sorted(
-        (m.group(1) for p in path.glob("results_*.jsonl") if (m := _RESULTS.fullmatch(p.name))), key=_natural_key
-    )
-    for label in labels:
-        results_path = path / f"results_{label}.jsonl"
+    without = []
+    for label, section in sections.items():
         trajectories_path = path / f"trajectories_{label}.jsonl"
         turns = {r.item_id: r for r in _read(trajectories_path, notes)} if trajectories_path.is_file() else {}
-        if not turns:
-            notes.append(
-                f"{results_path.name}: no {trajectories_path.name} (run with --save-trajectories to see memories)"
-            )
-        try:
-            chosen = unique_items(read_results(results_path, notes))
-        except OSError as error:
-            raise UsageError(f"{results_path} cannot be read: {error.strerror}") from None
-        ordered = sorted(chosen, key=lambda result: _natural_key(result["id"]))  # item order, not finishing order
-        groups[label] = [turns.get(result["id"]) or _record_of_result(result, label) for result in ordered]
+        without += [] if turns else [label]
+        groups[label] = [_record(result, turns.get(result["id"]), section) for result in results[label]]
+    if without:  # one note, however many cells a run has (RULER: up to 13 splits x 7 lengths)
+        which = "any results file" if len(without) == len(sections) else ", ".join(f"results_{w}" for w in without)
+        notes.append(f"no trajectories_*.jsonl for {which} (run with --save-trajectories to see memories)")
     records = [record for group in groups.values() for record in group]
-    return RunView("evaluation", path, records, groups, summary, notes)
+    return RunView("evaluation", path, records, groups, summary, notes, sections=sections)
+
+
+def _summary(folder: Path, live: list[str]) -> dict[str, Any] | None:
+    """The folder's summary.json; none while a run holds the folder (it is an earlier run's)."""
+    return read_summary(folder / SUMMARY_NAME) if (folder / SUMMARY_NAME).is_file() and not live else None
+
+
+def _records_file(path: Path, notes: list[str]) -> RunView:
+    """One trajectory file; an evaluator's, with its results file beside it, scored by the results
+    lines as the folder's page scores it (its records' own scores are HQA-style)."""
+    live = _live(path.parent)
+    records = _read(path, notes)
+    match = _TRAJECTORIES.fullmatch(path.name)
+    results_path = path.with_name(f"results_{match.group(1)}.jsonl") if match else None
+    if match is None or results_path is None or not results_path.is_file():
+        return RunView("records", path, records, _grouped(records), notes=live + notes)
+    label = match.group(1)
+    results = {result["id"]: result for result in _results(results_path, notes)}
+    sections = sections_of(_summary(path.parent, live), [label], {label: next(iter(results.values()), {})})
+    scored = [_record(results[r.item_id], r, sections[label]) if r.item_id in results else r for r in records]
+    scored.sort(key=lambda record: _natural_key(record.item_id))
+    return RunView("records", path, scored, {label: scored}, notes=live + notes, sections=sections)
+
+
+def _results(results_path: Path, notes: list[str]) -> list[dict[str, Any]]:
+    """A results file's items, one line each, in item order (not finishing order)."""
+    try:
+        chosen = unique_items(read_results(results_path, notes))
+    except OSError as error:
+        raise UsageError(f"{results_path} cannot be read: {error.strerror}") from None
+    return sorted(chosen, key=lambda result: _natural_key(result["id"]))
+
+
+def _record(result: dict[str, Any], turns: TrajectoryRecord | None, section: Section) -> TrajectoryRecord:
+    """The question as its results line scores it, with its turns where the run recorded them."""
+    scores = result_scores(result, section)
+    if turns is None:
+        return _record_of_result(result, section.label, scores)
+    status = str(result.get("status", turns.status))
+    return replace(turns, status=status, scores=scores, error=result.get("error"), extra=turns.extra | _empty(result))
+
+
+def _empty(result: dict[str, Any]) -> dict[str, Any]:
+    """The results line's mark of an empty final answer, kept for the badge."""
+    return {"empty": True} if result.get("empty") is True else {}
 
 
 def _natural_key(label: str) -> tuple[int, str]:
@@ -139,9 +181,8 @@ def _natural_key(label: str) -> tuple[int, str]:
     return (int(label), "") if label.isdigit() else (1 << 62, label)
 
 
-def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
+def _record_of_result(result: dict[str, Any], label: str, scores: dict[str, float]) -> TrajectoryRecord:
     """A result line as a record without turns, so one page shows both kinds of evaluation run."""
-    scores = {name: float(result[name]) for name in ("strict", "sub_em", "em", "f1") if result.get(name) is not None}
     return TrajectoryRecord(
         source="eval",
         item_id=result["id"],
@@ -157,5 +198,6 @@ def _record_of_result(result: dict[str, Any], label: str) -> TrajectoryRecord:
         turns=[],
         eval_set=label,
         error=result.get("error"),
-        extra={"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {},
+        extra=({"num_chunks": result["num_chunks"]} if isinstance(result.get("num_chunks"), int) else {})
+        | _empty(result),
     )

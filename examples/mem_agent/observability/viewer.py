@@ -24,11 +24,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from mem_agent.common.atomic_files import write_text_atomic
-from mem_agent.evaluation.reporting import cut_label
-from mem_agent.observability.page_parts import item_view, number, row_line
+from mem_agent.observability.page_filters import filter_options, item_keys, metric_line
+from mem_agent.observability.page_parts import item_view, row_line
 from mem_agent.observability.page_selection import ViewChoice, metric_of, select
 from mem_agent.observability.page_settings import run_settings
 from mem_agent.observability.rollout_curves import curves_svg, rollout_curves
+from mem_agent.observability.suite_tables import suite_tables
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 PAGE_MARK = b'<meta name="generator" content="mem-agent view">'  # in the head of every page we write
 PAGE_FILES = "page"  # the folder of this package that holds the template, the style and the script
-SUMMARY_HEADER = ("docs", "items", "failed", "ctx tokens", "sub_em", "em", "f1", "strict")
 
 
 @dataclass(frozen=True)
@@ -67,11 +67,14 @@ def _environment() -> jinja2.Environment:
 
 
 def render_page(run: RunView, limits: ViewLimits, choice: ViewChoice | None = None) -> str:
-    metric = metric_of(run)
     selection = select(run, choice or ViewChoice(), limits.max_items)
     notes = list(run.notes) + selection.notes
     charts, chart_note = _charts(run)
-    items = [item_view(record, name, metric, limits.max_turns) for name, record in selection.chosen]
+    metrics = [metric_of(run, name) for name, _ in selection.chosen]
+    items = [
+        item_view(record, name, metric, limits.max_turns)
+        for (name, record), metric in zip(selection.chosen, metrics, strict=True)
+    ]
     page = {
         "kind": run.kind,
         "name": run.path.name or str(run.path),
@@ -79,13 +82,13 @@ def render_page(run: RunView, limits: ViewLimits, choice: ViewChoice | None = No
         "questions": len(run.records),
         "groups": len(run.groups),
         "sampled": run.kind == "training",
-        "metric": metric,
+        "metric": metric_line(run),
         "made": f"{datetime.now(UTC):%Y-%m-%d %H:%M}",
         "notes": notes + chart_note,
         "settings": run_settings(run.summary),
         "charts": charts,
-        "summary_header": _summary_header(run.summary),
-        "summary": [] if charts else _summary_rows(run.summary),
+        "tables": [] if charts else suite_tables(run.summary),
+        "filters": filter_options(run),
     }
     items_data = [
         {
@@ -95,10 +98,11 @@ def render_page(run: RunView, limits: ViewLimits, choice: ViewChoice | None = No
             "score": item.row.score,
             "chunks": item.row.chunks,
             "cut": item.row.cut,
+            **item_keys(run, item.group),
         }
         for item in items
     ]
-    rows = [row_line(item.row, metric) for item in items]
+    rows = [row_line(item.row, metric) for item, metric in zip(items, metrics, strict=True)]
     template = _environment().get_template("viewer.html.j2")
     return template.render(page=page, items=zip(items, rows, strict=True), items_data=items_data, shown=len(items))
 
@@ -113,49 +117,6 @@ def _charts(run: RunView) -> tuple[Any, list[str]]:
     from markupsafe import Markup
 
     return Markup(curves_svg(curves)), []
-
-
-def _results(summary: dict[str, Any] | None) -> list[Any]:
-    results = (summary or {}).get("results") if isinstance(summary, dict) else None
-    return results if isinstance(results, list) else []
-
-
-def _cuts(summary: dict[str, Any] | None) -> bool:
-    """Whether the run cut any context (the direct baseline): then the table has a cut column."""
-    return any(
-        isinstance(r, dict) and isinstance(r.get("cut_share"), int | float) and r["cut_share"]
-        for r in _results(summary)
-    )
-
-
-def _summary_header(summary: dict[str, Any] | None) -> tuple[str, ...]:
-    return (*SUMMARY_HEADER[:4], "cut", *SUMMARY_HEADER[4:]) if _cuts(summary) else SUMMARY_HEADER
-
-
-def _summary_rows(summary: dict[str, Any] | None) -> list[list[str]]:
-    """An evaluation's per-length table from its summary.json, every cell as the text it shows."""
-    results = _results(summary)
-    cutting = _cuts(summary)
-    rows = []
-    for result in results:
-        if not isinstance(result, dict):
-            continue
-        failed = [result.get("failed", 0), result.get("missing", 0)]
-        rows.append(
-            [
-                str(result.get("label", "")),
-                str(result.get("items", "")),
-                str(sum(failed)) if all(type(n) is int for n in failed) else " + ".join(map(str, failed)),
-                number(result.get("mean_context_tokens", 0), ",.0f"),
-                *([_cut_cell(result.get("cut_share", 0))] if cutting else []),
-                *(number(result.get(metric, 0), ".1f") for metric in ("sub_em", "em", "f1", "strict")),
-            ]
-        )
-    return rows
-
-
-def _cut_cell(value: Any) -> str:
-    return cut_label(value) if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
 
 
 def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoice | None = None) -> tuple[int, int]:
