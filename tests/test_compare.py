@@ -43,7 +43,11 @@ def test_the_paired_difference_is_per_question_with_a_seeded_interval(tokenizer,
     b = load_eval_run(b_dir)
 
     first = paired_difference(a, b, "sub_em", seed=3)
-    assert [(d.length, d.questions) for d in first] == [("50", 7), ("100", 8), ("all", 15)]
+    assert [(d.suite, d.label, d.questions) for d in first] == [
+        ("ruler_hqa", "50", 7),
+        ("ruler_hqa", "100", 8),
+        ("ruler_hqa", "average", 15),
+    ]
     assert first[0].difference == pytest.approx(100 * 3 / 7) and first[1].difference == 50.0
     assert all(d.low <= d.difference <= d.high for d in first)
     assert first == paired_difference(a, b, "sub_em", seed=3)
@@ -59,12 +63,25 @@ def test_the_command_writes_the_numbers_with_items_and_each_runs_full_set_figure
     assert "warning:" not in capsys.readouterr().out  # the same questions, a folder each
     assert (out / "compare.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     numbers = json.loads((out / "compare.json").read_text())
-    assert [p["length"] for p in numbers["pairs"]] == ["50", "100", "all"]
+    assert [(p["suite"], p["label"], p["metric"]) for p in numbers["pairs"]] == [
+        ("ruler_hqa", "50", "sub_em"),
+        ("ruler_hqa", "100", "sub_em"),
+        ("ruler_hqa", "average", "sub_em"),
+    ]
     overall = numbers["pairs"][-1]
     assert (overall["questions"], overall["difference"]) == (16, 75.0)
     assert (overall["first_shared"], overall["second_shared"]) == (100.0, 25.0)
     assert (overall["first_items"], overall["second_items"]) == (16, 16)
-    assert numbers["lengths"]["direct"]["50"] == {"items": 8, "sub_em": 25.0, "cut_share": 0.0}
+    assert numbers["metric"] == "headline"
+    assert numbers["cells"]["direct"]["50"] == {
+        "suite": "ruler_hqa",
+        "task": "hotpotqa",
+        "length": 50,
+        "metric": "sub_em",
+        "value": 25.0,
+        "items": 8,
+        "cut_share": 0.0,
+    }
 
 
 def test_a_run_on_a_subset_of_the_questions_is_paired_on_the_shared_ones_and_warned_about(tokenizer, tmp_path, capsys):
@@ -77,7 +94,7 @@ def test_a_run_on_a_subset_of_the_questions_is_paired_on_the_shared_ones_and_war
     warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 2 and "100" in warnings[0] and "50" in warnings[1]  # 100 only in a; 50 differs
     pairs = json.loads((out / "compare.json").read_text())["pairs"]
-    assert [(p["length"], p["questions"]) for p in pairs] == [("50", 4), ("all", 4)]
+    assert [(p["label"], p["questions"]) for p in pairs] == [("50", 4), ("average", 4)]
     assert (pairs[0]["first_shared"], pairs[0]["second_shared"], pairs[0]["difference"]) == (50.0, 100.0, -50.0)
     assert (pairs[0]["first_all"], pairs[0]["first_items"], pairs[0]["second_all"], pairs[0]["second_items"]) == (
         50.0,
@@ -226,4 +243,4 @@ def test_the_memory_agent_and_the_baseline_of_one_evaluator_compare_end_to_end(
     assert "direct" in unused and "chunk_tokens=512" in unused and "max_memory_tokens=16" in unused
     assert not any(line.strip().startswith("config.") for line in printed.splitlines())
     numbers = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert [(p["length"], p["questions"]) for p in numbers["pairs"]] == [("6", 3), ("12", 3), ("all", 6)]
+    assert [(p["label"], p["questions"]) for p in numbers["pairs"]] == [("6", 3), ("12", 3), ("average", 6)]

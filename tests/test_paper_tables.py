@@ -30,6 +30,16 @@ def test_every_table_names_its_source_and_holds_numbers_of_its_own_columns():
     assert all(row.values["25600"] is None for row in hqa.rows if row.mode == "direct")
 
 
+def test_the_stated_item_count_agrees_with_every_published_number():
+    """128 questions per RULER-HQA length: every published value is a whole number of them."""
+    tables = load_tables()
+    hqa = tables["memagent-v1-ruler-hqa"]
+    assert hqa.items_per_column == 128 and hqa.binary_items and hqa.items_source
+    values = [v for row in hqa.rows for v in row.values.values() if v is not None]
+    assert all(round(round(v * 1.28) / 1.28, 2) == v for v in values)
+    assert tables["memagent-v1-ruler-average"].items_per_column is None
+
+
 @pytest.fixture(scope="module")
 def run_folder(make_eval_files, instant_server, tmp_path_factory) -> Path:
     root = make_eval_files(50, 100, questions=2)
@@ -107,6 +117,8 @@ def test_the_evaluator_sets_its_run_beside_a_published_row(make_eval_files, inst
     assert entry["table"] == "memagent-v1-ruler-hqa" and "2507.02259" in entry["cited"] and entry["source"]
     assert entry["columns"] == {"50": "7K", "100": "14K"}
     assert entry["rows"] == {"RL-MemAgent-7B": {"50": 82.03, "100": 79.69}}
+    assert entry["run"]["50"]["items"] == 2 and entry["run"]["50"]["files"] == "unknown" and entry["paper_items"] == 128
+    assert entry["differences"]["RL-MemAgent-7B"]["50"] == pytest.approx(entry["run"]["50"]["value"] - 82.03)
     assert json.loads((alone / "summary.json").read_text())["paper"] == []
     plots = [folder / "accuracy_vs_length.png" for folder in (beside, alone)]
     assert all(plot.read_bytes()[:4] == b"\x89PNG" for plot in plots)

@@ -5,17 +5,19 @@
 
     python -m mem_agent.compare runs/memagent --paper memagent-v1-ruler-hqa:RL-MemAgent-7B
 
-Each RUN is an evaluator output folder (summary.json and results_<N>.jsonl). Prints a table of the
-metric and the items per length for every run (and the share of context a direct run cut), then
-for each pair of runs the mean per-question difference on the questions both answered, with a
-95% bootstrap interval, each run's mean on those questions and its own full-set figure; then the
-settings that differ and, per pair, the questions one run got right and the other not, with the
-`view` command that opens them. Writes the plot and the numbers to --output-dir. Warns when the
-question sets differ or a folder is given twice. Runs over different data (an eval file's sha256)
-or scoring rules are refused unless --force, runs without a question in common always. With
---paper (one run is enough) the runs are also set beside a published table
-(evaluation/paper_tables.json: MemAgent's, with their sources): the same metric per length, the
-paper's version, and each run's protocol differences.
+Each RUN is an evaluator output folder (summary.json and results_<label>.jsonl) of any suite
+(RULER-HQA, RULER, LongBench QA). Prints a table per suite of each cell's metric and items for
+every run (and the share of context a direct run cut), then for each pair of runs, per cell both
+hold and per suite (its shared items pooled), the mean per-item difference on the items both
+answered, with a 95% bootstrap interval, each run's mean on those items and its own full-set
+figure; then the settings that differ and, per pair, the items one run scored above the other,
+with the `view` command that opens them. Writes the plot and the numbers to --output-dir. Warns
+when item sets differ, a suite is in one run only, or a folder is given twice. Runs over different
+data (an eval file's sha256) or scoring rules are refused unless --force, runs without an item in
+common always. With --paper (one run is enough) the runs are also set beside a published table
+(evaluation/paper_tables.json: MemAgent's, with their sources): per column the run's number, items
+and 95% interval, the paper's number, items and interval, the difference, whether the run read
+the paper's files, and each run's protocol differences.
 Exit status: 0 compared, 1 an I/O failure (a full disk), 2 bad usage or runs that cannot be
 compared.
 """
@@ -38,7 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("mem_agent.compare"), description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="evaluation output folders, two or more")
     parser.add_argument("--labels", nargs="+", default=None, help="names for the runs (default: mode: folder name)")
-    parser.add_argument("--metric", choices=METRICS, default="sub_em", help="metric compared (default: %(default)s)")
+    parser.add_argument(
+        "--metric",
+        choices=METRICS,
+        default="headline",
+        help="headline: each cell's own metric (RULER-HQA sub_em, RULER string_match_all or sub_em, LongBench"
+        " qa_f1); sub_em, em, f1 or strict: that metric for RULER-HQA, the headline elsewhere; ruler_average:"
+        " the headline, as --paper memagent-v1-ruler-average takes it (default: %(default)s)",
+    )
     parser.add_argument(
         "--output-dir", type=Path, default=Path("runs/compare"), help="plot and numbers folder (default: %(default)s)"
     )

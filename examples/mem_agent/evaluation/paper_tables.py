@@ -3,7 +3,11 @@
 `paper_tables.json` (beside this module) holds each table as the paper printed it: the paper, its
 arXiv version and table, the place the numbers were read from, the metric, the protocol the
 authors ran (sampling, chunking, the direct baselines' windows) and one row per model, each value
-keyed by our length label (RULER-HQA's document count, RULER's token count). A value the paper
+keyed by our length label (RULER-HQA's document count, RULER's token count), and what is known of
+the items behind each number: how many per column (`items_per_column`, null where the paper does
+not say, with `items_source`), whether each scored 0 or 1 (`item_scores`: "binary", so a Wilson
+interval can be drawn around the published mean) and the sha256 of the published files
+(`data_sha256`, per length label; empty where no stored copy gives one). A value the paper
 prints as N/A is null. Numbers we could not find in a stored copy of a paper are not here
 (docs/fidelity.md lists them); nothing is filled in by hand.
 
@@ -14,7 +18,7 @@ A choice is written TABLE or TABLE:ROW (`memagent-v1-ruler-hqa:RL-MemAgent-7B`),
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,10 @@ class PaperTable:
     protocol: dict[str, Any]
     columns: dict[str, str]  # length label -> the paper's column heading (7K, 3.5M, 512K)
     rows: tuple[PaperRow, ...]
+    items_per_column: int | None = None  # None: the paper does not say
+    items_source: str = ""
+    binary_items: bool = False  # every item scored 0 or 1: a published mean has a Wilson interval
+    data_sha256: dict[str, str] | None = None  # length label -> sha256 of the published file, where known
 
     @property
     def cited(self) -> str:
@@ -57,7 +65,15 @@ def load_tables(path: Path = TABLES_PATH) -> dict[str, PaperTable]:
 def _table(name: str, entry: dict[str, Any]) -> PaperTable:
     rows = tuple(PaperRow(model, row["mode"], dict(row["values"])) for model, row in entry["rows"].items())
     fields = ("paper", "arxiv", "version", "table", "source", "metric", "protocol", "columns")
-    return PaperTable(name, **{key: entry[key] for key in fields}, rows=rows)
+    return PaperTable(
+        name,
+        **{key: entry[key] for key in fields},
+        rows=rows,
+        items_per_column=entry.get("items_per_column"),
+        items_source=entry.get("items_source", ""),
+        binary_items=entry.get("item_scores") == "binary",
+        data_sha256=dict(entry.get("data_sha256") or {}),
+    )
 
 
 def choose(choice: str, tables: dict[str, PaperTable] | None = None) -> tuple[PaperTable, tuple[PaperRow, ...]]:
@@ -116,27 +132,3 @@ def choose_all(choices: Sequence[str]) -> tuple[Chosen, ...]:
     if problems:
         raise UsageError(problems)
     return tuple(chosen)
-
-
-def beside_run(
-    chosen: Sequence[Chosen], hqa_labels: Iterable[str], ruler_lengths: Iterable[int]
-) -> list[dict[str, Any]]:
-    """summary.json's 'paper': each chosen table's rows at the lengths this run has (a sub_em
-    table's at its RULER-HQA document counts, a ruler_average table's at its RULER lengths in
-    tokens), with where the numbers come from."""
-    held = {"sub_em": set(hqa_labels), "ruler_average": {str(length) for length in ruler_lengths}}
-    entries = []
-    for table, rows in chosen:
-        columns = [label for label in table.columns if label in held.get(table.metric, set())]
-        entries.append(
-            {
-                "table": table.name,
-                "cited": table.cited,
-                "version": f"arXiv {table.arxiv}{table.version}",
-                "source": table.source,
-                "metric": table.metric,
-                "columns": {label: table.columns[label] for label in columns},
-                "rows": {row.model: {label: row.values.get(label) for label in columns} for row in rows},
-            }
-        )
-    return entries

@@ -17,7 +17,7 @@ those of the earlier runs (`reuse_problems`); otherwise the evaluator refuses be
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,9 @@ from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.cell_tables import cut_label
-from mem_agent.evaluation.paper_tables import Chosen, beside_run
+from mem_agent.evaluation.paper_beside import beside_run
+from mem_agent.evaluation.paper_tables import Chosen
+from mem_agent.evaluation.results import read_results, unique_items
 from mem_agent.evaluation.suites import SUITES, Cell, cell_of, suite_named
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
@@ -194,10 +196,7 @@ def write_reports(
     if keep_other_labels:
         cells = _with_other_cells(cells, output_dir)
     by_suite = {suite.name: [c for c in cells if c["suite"] == suite.name] for suite in SUITES}
-    held = {suite.paper_metric: by_suite[suite.name] for suite in SUITES if suite.paper_metric}
-    beside = beside_run(
-        papers, [c["label"] for c in held.get("sub_em", [])], [int(c["length"]) for c in held.get("ruler_average", [])]
-    )
+    beside = beside_run(papers, cells, _lines_in(output_dir), runs[-1] if runs else None)
     for entry in beside:
         if not entry["columns"]:
             print(f"--paper {entry['table']}: none of its lengths is in this run, so it is not drawn")
@@ -219,6 +218,16 @@ def write_reports(
             suite.plot(by_suite[suite.name], output_dir / suite.plot_name, paper)
     plots = "".join(f"  plot: {output_dir / suite.plot_name}" for suite in suites) if plot else ""
     print(f"summary: {output_dir / SUMMARY_NAME}" + plots)
+
+
+def _lines_in(output_dir: Path) -> Callable[[str], list[dict[str, Any]]]:
+    """A cell label -> its results lines as the report counts them (none for a file not there)."""
+
+    def lines(label: str) -> list[dict[str, Any]]:
+        path = Path(output_dir) / f"results_{label}.jsonl"
+        return unique_items(read_results(path)) if path.is_file() else []
+
+    return lines
 
 
 def _with_other_cells(cells: list[dict[str, Any]], output_dir: Path) -> list[dict[str, Any]]:

@@ -1,28 +1,30 @@
-"""What `compare` shows of evaluation runs: the per-length table with each run's items and the
+"""What `compare` shows of evaluation runs: a table per suite with each run's items and the
 share of context it cut, the paired table, the questions on which the runs disagree, the settings
-that differ, the warnings about what is not paired, and the overlaid plot.
+that differ, and the warnings about what is not paired (the plot: comparison_plot.py).
 
-A mean over other questions is a different number: two runs are set side by side per length
-with their item counts, and the headline (`pairs_table`) is the paired difference on the
-questions both answered, with each run's mean on those same questions and its own full-set mean
-beside it, so a run holding a subset of the other's questions never passes for the better one.
+A mean over other questions is a different number: two runs are set side by side per cell with
+their item counts, and the headline (`pairs_table`) is the paired difference on the items both
+answered, with each run's mean on those same items and its own full-set mean beside it, so a run
+holding a subset of the other's questions never passes for the better one. Each suite's table is
+laid out as the suite is read: RULER-HQA per length (documents), RULER split by length (tokens),
+LongBench per task, each headed with the metric its cells are compared by.
 """
 
 from __future__ import annotations
 
 import itertools
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mem_agent.agent.direct_reading import DIRECT_MODE
-from mem_agent.common.atomic_files import write_figure_png
+from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.common.console import program_name
-from mem_agent.evaluation.accuracy_plot import finish_accuracy_axes, tokens_label
+from mem_agent.evaluation.cell_scores import cell_metric, is_empty, item_score, suite_rank, suite_title
+from mem_agent.evaluation.cell_tables import cut_label
 from mem_agent.evaluation.model_facts import UNKNOWN, describe_model
-from mem_agent.evaluation.reporting import cut_label
 from mem_agent.evaluation.results import COMPLETED
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS
 
@@ -32,8 +34,28 @@ SETTING_FACTS = ("mode", "model", "tokenizer", "direct", "config", "sampling", "
 
 
 def length_order(label: str) -> tuple[int, str]:
-    """Document counts as numbers (50 before 100), other labels (RULER's split_length) after them."""
+    """Numbers in numeric order (50 before 100), other labels after them: item ids, lengths."""
     return (int(label), "") if label.isdigit() else (1 << 62, label)
+
+
+def cell_order(cell: dict[str, Any]) -> tuple[int, str, int, str, int]:
+    """Suites in the registry's order, RULER's splits in RULER's order, then length."""
+    task = str(cell.get("task") or "")
+    task_rank = RULER_SPLITS.index(task) if cell.get("suite") == "ruler" and task in RULER_SPLITS else len(RULER_SPLITS)
+    length = cell.get("length")
+    return (suite_rank(str(cell.get("suite"))), str(cell.get("suite")), task_rank, task, length or 0)
+
+
+def ordered_labels(cells: dict[str, dict[str, Any]], labels: Iterable[str]) -> list[str]:
+    return sorted(labels, key=lambda label: (cell_order(cells[label]), label))
+
+
+def run_suites(run: Any) -> list[str]:
+    return sorted({str(cell["suite"]) for cell in run.cells.values()}, key=lambda s: (suite_rank(s), s))
+
+
+def suite_cells(run: Any, suite: str) -> list[dict[str, Any]]:
+    return [run.cells[label] for label in ordered_labels(run.cells, run.cells) if run.cells[label]["suite"] == suite]
 
 
 def cut_share(items: dict[str, dict[str, Any]]) -> float:
@@ -43,48 +65,71 @@ def cut_share(items: dict[str, dict[str, Any]]) -> float:
     return dropped / context if context else 0.0
 
 
-def length_numbers(run: Any, metric: str) -> dict[str, dict[str, Any]]:
-    """compare.json's per-length figures of one run: items, the metric x 100, the share of context cut."""
-    return {
-        label: {
-            "items": result["items"],
-            metric: float(result[metric]),
+def cell_numbers(run: Any, choice: str) -> dict[str, dict[str, Any]]:
+    """compare.json's per-cell figures of one run: where the cell sits, the metric compared and its
+    value x 100, the items, the share of context cut."""
+    numbers = {}
+    for label in ordered_labels(run.cells, run.cells):
+        cell = run.cells[label]
+        metric = cell_metric(cell, choice)
+        numbers[label] = {key: cell.get(key) for key in ("suite", "task", "length")} | {
+            "metric": metric,
+            "value": float(cell.get(metric) or 0.0),
+            "items": int(cell["items"]),
             "cut_share": cut_share(run.items.get(label, {})),
         }
-        for label, result in sorted(run.lengths.items(), key=lambda pair: length_order(pair[0]))
-    }
+    return numbers
 
 
-def length_table(runs: Sequence[Any], metric: str) -> str:
-    """One row per length: mean context tokens, then per run its metric x 100 (failed items), its
-    item count, and, for a run that cut any context, the share it cut."""
+# The columns that name a cell in each suite's table: (heading, cell field).
+_ROW_NAMES = {"ruler_hqa": (("docs", "length"),), "ruler": (("split", "task"), ("tokens", "length"))}
+_TASK_ONLY = (("task", "task"),)
+
+
+def suite_tables(runs: Sequence[Any], choice: str) -> list[str]:
+    """One table per suite any run holds: its title and metric, then a row per cell with the mean
+    context tokens and, per run, the metric x 100 (failed items), the items and the share cut."""
+    suites = sorted({s for run in runs for s in run_suites(run)}, key=lambda s: (suite_rank(s), s))
+    tables = []
+    for suite in suites:
+        cells = {label: c for run in runs for label, c in run.cells.items() if c["suite"] == suite}
+        metrics = sorted({cell_metric(cell, choice) for cell in cells.values()})
+        tables.append(f"{suite_title(suite)} ({', '.join(metrics)} x 100)\n{_suite_table(runs, suite, cells, choice)}")
+    return tables
+
+
+def _suite_table(runs: Sequence[Any], suite: str, cells: dict[str, dict[str, Any]], choice: str) -> str:
+    names = _ROW_NAMES.get(suite, _TASK_ONLY)
     cutting = [run for run in runs if any(cut_share(items) for items in run.items.values())]
-    header = ["docs", "ctx tokens"]
+    header = [heading for heading, _ in names] + ["ctx tokens"]
     for run in runs:
-        header += [f"{run.name} {metric}", f"{run.name} items"] + ([f"{run.name} cut"] if run in cutting else [])
+        header += [run.name, f"{run.name} items"] + ([f"{run.name} cut"] if run in cutting else [])
     rows = []
-    for label in sorted({label for run in runs for label in run.lengths}, key=length_order):
-        tokens = sorted({f"{float(r.lengths[label]['mean_context_tokens']):,.0f}" for r in runs if label in r.lengths})
-        cells = [label, " / ".join(tokens)]
+    for label in ordered_labels(cells, cells):
+        held = [run.cells[label] for run in runs if label in run.cells]
+        tokens = sorted({f"{float(cell.get('mean_context_tokens', 0)):,.0f}" for cell in held})
+        row = [str(cells[label].get(field)) for _, field in names] + [" / ".join(tokens)]
         for run in runs:
-            result = run.lengths.get(label)
-            if result is None:
-                cells += ["-", "0"] + (["-"] if run in cutting else [])
+            cell = run.cells.get(label)
+            if cell is None:
+                row += ["-", "0"] + (["-"] if run in cutting else [])
                 continue
-            failed = int(result.get("failed", 0)) + int(result.get("missing", 0))
-            cells += [f"{float(result[metric]):.1f}" + (f" ({failed} failed)" if failed else ""), str(result["items"])]
+            failed = int(cell.get("failed", 0)) + int(cell.get("missing", 0))
+            value = float(cell.get(cell_metric(cell, choice)) or 0.0)
+            row += [f"{value:.1f}" + (f" ({failed} failed)" if failed else ""), str(cell["items"])]
             if run in cutting:
-                cells.append(cut_label(cut_share(run.items.get(label, {}))))
-        rows.append(cells)
+                row.append(cut_label(cut_share(run.items.get(label, {}))))
+        rows.append(row)
     return aligned([header, *rows])
 
 
-def pairs_table(differences: Sequence[Any], metric: str) -> str:
-    header = ["pair", "docs", "shared", "first", "second", f"{metric} difference", "95% interval"]
+def pairs_table(differences: Sequence[Any], choice: str) -> str:
+    """Per pair of runs, a row per shared cell and one per suite (its shared items pooled)."""
+    header = ["pair", "suite", "cell", "metric", "shared", "first", "second", "difference", "95% interval"]
     header += ["first, full set", "second, full set"]
     rows = []
     for d in differences:
-        row = [f"{d.first} - {d.second}", d.length, str(d.questions)]
+        row = [f"{d.first} - {d.second}", suite_title(d.suite), d.label, d.metric, str(d.questions)]
         if d.questions == 0:
             row += ["-", "-", "-", "-"]
         else:
@@ -103,31 +148,37 @@ def aligned(rows: list[list[str]]) -> str:
 
 
 def question_set_warnings(runs: Sequence[Any]) -> list[str]:
-    """A run given twice, lengths one run has and another not, and lengths whose question sets differ."""
+    """A run given twice, a suite one run holds and another not, cells one run has and another
+    not, and cells whose item sets differ."""
     warnings = []
     for first, second in itertools.combinations(runs, 2):
         if first.path.resolve() == second.path.resolve():
             warnings.append(f"{first.path} is given twice: it is compared with itself")
             continue
+        suites = set(run_suites(first)) & set(run_suites(second))
         for run, other in ((first, second), (second, first)):
-            only = sorted(run.items.keys() - other.items.keys(), key=length_order)
+            for suite in run_suites(run):
+                if suite not in suites:
+                    warnings.append(f"{suite}: only in {run.name}; not paired with {other.name}")
+            only = [label for label in ordered_labels(run.cells, run.items.keys() - other.items.keys())]
+            only = [label for label in only if run.cells[label]["suite"] in suites]
             if only:
-                warnings.append(f"lengths {', '.join(only)} only in {run.name}: not in the paired rows")
-        for label in sorted(first.items.keys() & second.items.keys(), key=length_order):
+                warnings.append(f"cells {', '.join(only)} only in {run.name}: not in the paired rows")
+        for label in ordered_labels(first.cells, first.items.keys() & second.items.keys()):
             a, b = first.items[label].keys(), second.items[label].keys()
             if a != b:
                 warnings.append(
-                    f"question sets differ at {label} docs: {first.name} has {len(a)}, {second.name} {len(b)},"
+                    f"item sets differ at {label}: {first.name} has {len(a)}, {second.name} {len(b)},"
                     f" {len(a & b)} shared; the paired rows compare the shared ones only"
                 )
     return warnings
 
 
 def unshared_pairs(runs: Sequence[Any]) -> list[str]:
-    """Pairs of runs without a single question in common: there is nothing to pair."""
+    """Pairs of runs without a single item in common: there is nothing to pair."""
     return [
-        f"{first.name} ({', '.join(sorted(first.items, key=length_order)) or 'no lengths'}) and"
-        f" {second.name} ({', '.join(sorted(second.items, key=length_order)) or 'no lengths'})"
+        f"{first.name} ({', '.join(ordered_labels(first.cells, first.items)) or 'no cells'}) and"
+        f" {second.name} ({', '.join(ordered_labels(second.cells, second.items)) or 'no cells'})"
         for first, second in itertools.combinations(runs, 2)
         if not any(
             first.items[label].keys() & second.items[label].keys() for label in first.items.keys() & second.items.keys()
@@ -199,12 +250,12 @@ def settings_lines(runs: Sequence[Any], differing: dict[str, list[str]]) -> list
 
 @dataclass(frozen=True)
 class Disagreement:
-    """Questions `right` answered right and `wrong` did not (wrong, or failed), by length."""
+    """Items `right` scored above `wrong` (wrong, partly right, or failed), by cell."""
 
     right: str
     wrong: str
     wrong_path: Path
-    ids: dict[str, list[str]]  # length label -> item ids, in numeric order
+    ids: dict[str, list[str]]  # cell label -> item ids, in numeric order
 
     @property
     def count(self) -> int:
@@ -216,70 +267,33 @@ class Disagreement:
         return f"{program_name('mem_agent.view')} {shlex.quote(str(self.wrong_path))} --ids {' '.join(targets)}"
 
 
-def disagreements(first: Any, second: Any, metric: str) -> list[Disagreement]:
-    """Both directions: first right and second wrong, then second right and first wrong."""
+def disagreements(first: Any, second: Any, choice: str) -> list[Disagreement]:
+    """Both directions: the items first scored above second (second wrong, partly right or failed),
+    then the reverse; by each cell's metric."""
     found = []
     for right, wrong in ((first, second), (second, first)):
         ids: dict[str, list[str]] = {}
-        for label in sorted(right.items.keys() & wrong.items.keys(), key=length_order):
+        for label in ordered_labels(right.cells, right.items.keys() & wrong.items.keys()):
+            metric = cell_metric(right.cells[label], choice)
             a, b = right.items[label], wrong.items[label]
-            chosen = [i for i in a.keys() & b.keys() if _is_right(a[i], metric) and not _is_right(b[i], metric)]
+            chosen = [i for i in a.keys() & b.keys() if _score(a[i], metric) > max(_score(b[i], metric), 0.0)]
             if chosen:
                 ids[label] = sorted(chosen, key=length_order)
         found.append(Disagreement(right.name, wrong.name, wrong.path, ids))
     return found
 
 
-def _is_right(line: dict[str, Any], metric: str) -> bool:
-    try:
-        return line.get("status") == COMPLETED and float(line.get(metric, 0.0)) > 0
-    except (TypeError, ValueError):
-        return False
+def _score(line: dict[str, Any], metric: str) -> float:
+    """An item's score; -1 for one that failed (below any answer), 0 for an empty answer."""
+    if line.get("status") != COMPLETED:
+        return -1.0
+    return 0.0 if is_empty(line) else item_score(line, metric)
 
 
 def disagreement_lines(found: Sequence[Disagreement]) -> list[str]:
     lines = []
     for d in found:
-        lines.append(f"{d.right} right, {d.wrong} wrong: {d.count} question(s)")
+        lines.append(f"{d.right} scored above {d.wrong}: {d.count} item(s)")
         if d.count:
             lines.append(f"  {d.view_command()}")
     return lines
-
-
-def plot_runs(runs: Sequence[Any], metric: str, path: Path) -> None:
-    """Every run's metric against mean context tokens (log axis) on one plot, as the MemAgent paper
-    sets the memory agent beside the same model reading directly; each point says how many items
-    it holds and, for a run that cut its context, how much of it was cut."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    ticks: dict[float, str] = {}
-    right_end = max((float(r["mean_context_tokens"]) for run in runs for r in run.lengths.values()), default=1.0)
-    for index, (run, marker) in enumerate(zip(runs, "osD^v<>phx*", strict=False)):
-        points = sorted(
-            (max(float(r["mean_context_tokens"]), 1.0), float(r[metric]), k) for k, r in run.lengths.items()
-        )
-        lines = axes.plot([x for x, _, _ in points], [y for _, y, _ in points], marker=marker, label=run.name)
-        for x, y, label in points:
-            cut = cut_share(run.items.get(label, {}))
-            note = f"n={run.lengths[label]['items']}" + (f", cut {cut_label(cut)}" if cut else "")
-            rise = 5 + 9 * index  # each run's notes on their own line
-            offset = (4, -rise - 6) if y > 90 else (4, rise)  # inside the frame at the top
-            last = x >= right_end
-            axes.annotate(
-                note,
-                (x, y),
-                textcoords="offset points",
-                xytext=(-offset[0], offset[1]) if last else offset,
-                ha="right" if last else "left",
-                fontsize=7,
-                color=lines[0].get_color(),
-            )
-        ticks.update({x: f"{tokens_label(x)}\n{label} docs" for x, _, label in points})
-    title = "Accuracy vs context length (n: items; cut: context the run cut)"
-    finish_accuracy_axes(axes, ticks, ylabel=f"{metric} x 100", title=title, tick_size=8, legend_size=8)
-    figure.tight_layout()
-    write_figure_png(figure, path)
