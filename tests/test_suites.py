@@ -161,3 +161,20 @@ def test_an_empty_answer_is_left_out_of_the_mean_unless_counted_as_wrong(
     assert (cell["empty"], cell["scored"], cell["sub_em"]) == (2, scored, expected)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["run"]["scoring"]["empty_answers"] == ("wrong" if flags else "left out")
+
+
+@pytest.mark.server
+def test_longbench_runs_end_to_end_on_the_cpu_stack(stack, synthetic_rows, tmp_path):
+    """LongBench QA through the real vLLM CPU server and router: every item of both tasks gets a
+    completed result scored by qa_f1, and the summary holds one LongBench cell per task."""
+    root = write_longbench(synthetic_rows[:3], tmp_path / "longbench", tasks=("hotpotqa", "2wikimqa"))
+    argv = ["--longbench-root", str(root), "--output-dir", str(tmp_path / "run"), "--no-plot"]
+    argv += ["--url", stack.router_url, "--protocol", "vllm", "--tokenizer", str(stack.model_path), *FAST]
+    assert eval_ruler_hqa.main(argv) == 0
+    cells = _cells(tmp_path / "run")
+    assert set(cells) == {"longbench_hotpotqa", "longbench_2wikimqa"}
+    for label, cell in cells.items():
+        lines = read_results(tmp_path / "run" / f"results_{label}.jsonl")
+        assert [line["status"] for line in lines] == ["completed"] * 3
+        assert all(0.0 <= line["qa_f1"] <= 1.0 and line["suite"] == "longbench" for line in lines)
+        assert (cell["suite"], cell["metric"], cell["items"]) == ("longbench", "qa_f1", 3)
