@@ -27,6 +27,7 @@ from mem_agent.agent.gold_marks import holds_gold
 from mem_agent.agent.prompt_sets import ResponseCleaner
 from mem_agent.agent.prompts import compile_template
 from mem_agent.agent.records import (
+    NO_IDS,
     FinishReason,
     GenerationError,
     SamplingParams,
@@ -118,7 +119,7 @@ class DirectReader:
             trajectory.status = TrajectoryStatus.FAILED
             trajectory.error = error.reason
             return trajectory
-        turn = Turn(TurnKind.FINAL, 0, prompt if keep_prompt_ids else prompt[:0], completion, prompt[:0])
+        turn = Turn(TurnKind.FINAL, 0, prompt if keep_prompt_ids else NO_IDS, completion, NO_IDS)
         trajectory.turns.append(turn)
         if on_turn is not None:
             on_turn(turn)

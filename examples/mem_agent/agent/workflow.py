@@ -25,6 +25,7 @@ import numpy as np
 from mem_agent.agent.chunking import ChunkPlan, TokenIds, as_token_ids, plan_chunks
 from mem_agent.agent.prompt_sets import PromptSet, build_prompt_set
 from mem_agent.agent.records import (
+    NO_IDS,
     Completion,
     FinishReason,
     GenerationError,
@@ -201,4 +202,4 @@ class _Recorder:
             self.on_turn(turn)
         if not self.keep_prompt_ids:  # its length stays known to the turn records
             turn.extras["prompt_tokens"] = len(turn.prompt_ids)
-            turn.prompt_ids = turn.prompt_ids[:0]
+            turn.prompt_ids = NO_IDS
