@@ -1,7 +1,7 @@
 """An evaluation (`keep_prompt_ids=False`) lets go of every prompt once its request has returned.
 
 The evaluator holds 128 trajectories of up to 181 turns at once; a prompt kept alive by its turn
-record (a zero-length slice still holds its whole base array) costs about as much memory as the
+record (a zero-length slice still holds its whole base array) costs up to as much memory as the
 documents' own ids (benchmark 4). No server: a stand-in generator that remembers each prompt it
 was sent only by a weak reference.
 """

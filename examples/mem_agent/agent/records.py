@@ -17,7 +17,7 @@ from mem_agent.tokenization.tokenizer import TOKEN_DTYPE
 LOGPROB_DTYPE = np.float32
 # The ids a record keeps where it drops a prompt. Never `prompt[:0]`: a numpy slice holds its whole
 # base array through `.base`, so an emptied 5K-token prompt would still cost its 20 KB for as long
-# as the trajectory lives (benchmark 4: about as much again as the documents' own ids).
+# as the trajectory lives (benchmark 4: up to as much again as the documents' own ids).
 NO_IDS = np.empty(0, dtype=TOKEN_DTYPE)
 NO_IDS.flags.writeable = False
 
