@@ -21,21 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from mem_agent.evaluation.results import COMPLETED
-from mem_agent.evaluation.suites import SUITES
+from mem_agent.evaluation.results import COMPLETED, is_empty
+from mem_agent.evaluation.results import metric_value as item_score
+from mem_agent.evaluation.suites import suite_rank, suite_title
+from mem_agent.evaluation.suites.ruler_hqa import METRICS as HQA_METRICS  # what --metric may name
 
-SUITE_TITLES = {suite.name: suite.title for suite in SUITES}  # in the registry's order
-HQA_METRICS = ("sub_em", "em", "f1", "strict")  # what --metric may name: RULER-HQA's metrics
+__all__ = ["HQA_METRICS", "is_empty", "item_score", "suite_rank", "suite_title"]
 HEADLINE = "headline"  # each cell's own metric (summary.json's `metric`)
-
-
-def suite_rank(suite: str) -> int:
-    """A suite's place in the registry's order; an unknown one after the known, by name."""
-    return list(SUITE_TITLES).index(suite) if suite in SUITE_TITLES else len(SUITE_TITLES)
-
-
-def suite_title(suite: str) -> str:
-    return SUITE_TITLES.get(suite, suite)
 
 
 def cell_metric(cell: Mapping[str, Any], choice: str) -> str:
@@ -45,22 +37,6 @@ def cell_metric(cell: Mapping[str, Any], choice: str) -> str:
     if choice in HQA_METRICS and cell.get("suite") == "ruler_hqa":
         return choice
     return str(cell.get("metric") or "sub_em")
-
-
-def item_score(line: Mapping[str, Any], metric: str) -> float:
-    """A completed item's score in [0, 1] under `metric`; an older RULER line's string_match_all
-    is read from `sub_em`; a line without the metric scores 0."""
-    value = line.get(metric)
-    if value is None and metric == "string_match_all":
-        value = line.get("sub_em")
-    try:
-        return float(value) if value is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def is_empty(line: Mapping[str, Any]) -> bool:
-    return line.get("empty") is True
 
 
 def counted_scores(cell: Mapping[str, Any], lines: Iterable[Mapping[str, Any]], metric: str) -> np.ndarray:

@@ -32,13 +32,13 @@ from mem_agent.evaluation.cell_tables import cut_label
 from mem_agent.evaluation.paper_beside import beside_run
 from mem_agent.evaluation.paper_tables import Chosen
 from mem_agent.evaluation.results import read_results, unique_items
-from mem_agent.evaluation.suites import SUITES, Cell, cell_of, suite_named
+from mem_agent.evaluation.suites import SUITES, Cell, cell_of, suite_named, suite_rank
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
 # Every suite's metric names: a cell holds its own suite's alone.
-SCORE_FIELDS = frozenset({"sub_em", "em", "f1", "strict", "string_match_all", "qa_f1"})
+SCORE_FIELDS = frozenset(metric for suite in SUITES for metric in suite.metric_names)
 
 __all__ = ["EvalFileReport", "ReuseError", "cut_label", "write_reports"]
 
@@ -243,7 +243,7 @@ def _with_other_cells(cells: list[dict[str, Any]], output_dir: Path) -> list[dic
         if cell["label"] not in labels and (Path(output_dir) / f"results_{cell['label']}.jsonl").is_file():
             merged.append(cell)
     known = [cell for cell in merged if cell.get("suite") in {suite.name for suite in SUITES}]
-    return sorted(known, key=lambda cell: (SUITES.index(suite_named(cell["suite"])), _order(cell)))
+    return sorted(known, key=lambda cell: (suite_rank(cell["suite"]), _order(cell)))
 
 
 def _order(cell: dict[str, Any]) -> tuple[Any, ...]:

@@ -23,6 +23,7 @@ import pydantic
 from mem_agent.common.atomic_files import atomic_output
 from mem_agent.common.jsonl_lines import read_json_lines, validated
 from mem_agent.common.safe_files import append_bytes
+from mem_agent.evaluation.suites.ruler_hqa import METRICS as HQA_METRICS
 
 COMPLETED = "completed"
 
@@ -155,17 +156,15 @@ def unique_items(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(chosen.values())
 
 
-HQA_METRICS = ("sub_em", "em", "f1", "strict")
-
-
 def is_empty(record: dict[str, Any]) -> bool:
     """A completed item whose final answer is the empty string (older lines hold no `empty` field)."""
     return record.get("status") == COMPLETED and (record.get("empty") is True or record.get("answer") == "")
 
 
 def metric_value(record: dict[str, Any], metric: str) -> float:
-    """One line's share of `metric`; RULER lines written before the suite had its own metric name
-    held string_match_all under sub_em."""
+    """One line's share of `metric` (0 where it has none): the one reading of an item's score, which
+    the report, compare and the paper comparison share. RULER lines written before the suite had its
+    own metric name held string_match_all under sub_em."""
     value = record.get(metric)
     if value is None and metric == "string_match_all":
         value = record.get("sub_em")
@@ -175,7 +174,7 @@ def metric_value(record: dict[str, Any], metric: str) -> float:
 def summarize(
     records: Iterable[dict[str, Any]],
     expected: int | None = None,
-    metrics: Iterable[str] = HQA_METRICS,
+    metrics: Iterable[str] = HQA_METRICS,  # RULER-HQA's; the evaluator passes each cell's suite's
     *,
     empty_as_wrong: bool = False,
 ) -> dict[str, Any]:

@@ -9,9 +9,9 @@ niah_multivalue answer that found 1 of 4 values is 1.0 where string_match_all is
 decides a score. Where a section comes from is, in order: its summary.json cell, the `suite` and
 `task` of its results lines, the label's own shape (an older run's files).
 
-Older summary.json files keep RULER cells under a separate `"ruler"` key with the split's score in
-`sub_em`, and cells without `suite` (RULER-HQA's); `cells_of` reads both as the one list of cells
-the suite contract names, and passes a file already in that shape through unchanged.
+Older summary.json files (RULER cells under a separate `"ruler"` key with the split's score in
+`sub_em`, cells without `suite`) reach the page already in the suites' shape: summary.json has one
+reader (evaluation/summary_file.py), which converts them.
 """
 
 from __future__ import annotations
@@ -22,12 +22,9 @@ from typing import Any
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.evaluation.ruler_report import length_label
-from mem_agent.evaluation.suites import SUITES, cell_of_label, headline_of
+from mem_agent.evaluation.suites import cell_of_label, headline_of, suite_rank, suite_title
 
-# Suites in the registry's order, with the title a page shows.
-SUITE_TITLES = {suite.name: suite.title for suite in SUITES}
 RULER_MAIN = "string_match_all"  # RULER's metric for every split but qa_1, qa_2 (those: sub_em)
-HQA_SUITE = "ruler_hqa"  # what a cell or line without `suite` is: the only suite older runs knew
 # Every per-item score a results line may hold, in the order a page lists them.
 SCORE_FIELDS = (RULER_MAIN, "qa_f1", "sub_em", "em", "f1", "strict")
 
@@ -44,7 +41,7 @@ class Section:
 
     @property
     def title(self) -> str:
-        return SUITE_TITLES.get(self.suite, self.suite)
+        return suite_title(self.suite)
 
     @property
     def length_text(self) -> str:
@@ -54,35 +51,10 @@ class Section:
         return f"{length_label(self.length)} tokens" if self.suite == "ruler" else f"{self.length} docs"
 
 
-def headline_metric(suite: str, task: str) -> str:
-    return headline_of(suite, task)
-
-
 def cells_of(summary: Any) -> list[dict[str, Any]]:
-    """summary.json's cells in the suite contract's shape: every `results` entry with its suite
-    (none: RULER-HQA) and its headline metric named, then an older file's `"ruler"` entries."""
-    if not isinstance(summary, dict):
-        return []
-    results = summary.get("results") if isinstance(summary.get("results"), list) else []
-    cells = [_named(cell) for cell in results if isinstance(cell, dict)]
-    labels = {cell.get("label") for cell in cells}
-    older = summary.get("ruler") if isinstance(summary.get("ruler"), list) else []
-    for entry in older:
-        if isinstance(entry, dict) and entry.get("label") not in labels:
-            cells.append(_named({"suite": "ruler", "task": entry.get("split")} | entry))
-    return cells
-
-
-def _named(cell: dict[str, Any]) -> dict[str, Any]:
-    suite = cell.get("suite") or HQA_SUITE
-    task = str(cell.get("task") or cell.get("split") or "hotpotqa")
-    metric = cell.get("metric")
-    if not isinstance(metric, str) or metric == "qa":  # "qa": an older RULER cell's QA metrics
-        metric = headline_metric(suite, task)
-    named = cell | {"suite": suite, "task": task, "metric": metric}
-    if metric not in cell and isinstance(cell.get("sub_em"), int | float):
-        named[metric] = cell["sub_em"]  # an older RULER cell held its split's score in sub_em
-    return named
+    """summary.json's cells, as the one reader (evaluation/summary_file.py) gives them: already in
+    the suites' shape, an older file's RULER cells and cells without `suite` included."""
+    return list(summary.get("results") or []) if isinstance(summary, dict) else []
 
 
 def sections_of(summary: Any, labels: list[str], first_lines: dict[str, dict[str, Any]]) -> dict[str, Section]:
@@ -101,7 +73,7 @@ def _section(label: str, cell: dict[str, Any] | None, line: dict[str, Any]) -> S
     length = source.get("length") if cell is not None else guessed.length
     if not (isinstance(length, int) and not isinstance(length, bool)):
         length = guessed.length
-    metric = cell["metric"] if cell is not None else headline_metric(suite, task)
+    metric = cell["metric"] if cell is not None else headline_of(suite, task)
     return Section(label, suite, task, length, metric)
 
 
@@ -111,8 +83,7 @@ def _from_label(label: str) -> Section:
 
 
 def _page_order(section: Section) -> tuple[int, int, str, int, str]:
-    suites = list(SUITE_TITLES)
-    suite = suites.index(section.suite) if section.suite in suites else len(suites)
+    suite = suite_rank(section.suite)
     task = RULER_SPLITS.index(section.task) if section.task in RULER_SPLITS else len(RULER_SPLITS)
     length = section.length if section.length is not None else 1 << 62  # a length-less label last
     return (suite, task, section.task, length, section.label)

@@ -20,10 +20,10 @@ from typing import Any
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
 from mem_agent.evaluation.reporting import cut_label
 from mem_agent.evaluation.ruler_report import length_label
-from mem_agent.observability.eval_sections import SUITE_TITLES, cells_of
+from mem_agent.evaluation.suites import SUITES, suite_title
+from mem_agent.evaluation.suites.ruler_hqa import METRICS as HQA_METRICS
+from mem_agent.observability.eval_sections import cells_of
 from mem_agent.observability.page_parts import number
-
-HQA_METRICS = ("sub_em", "em", "f1", "strict")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def suite_tables(summary: Any) -> list[SuiteTable]:
     by_suite: dict[str, list[dict[str, Any]]] = {}
     for cell in cells_of(summary):
         by_suite.setdefault(str(cell["suite"]), []).append(cell)
-    order = [*(suite for suite in SUITE_TITLES if suite in by_suite), *(s for s in by_suite if s not in SUITE_TITLES)]
+    known = [suite.name for suite in SUITES]
+    order = [*(suite for suite in known if suite in by_suite), *(s for s in by_suite if s not in known)]
     return [_BUILDERS.get(suite, _other_table)(suite, by_suite[suite]) for suite in order]
 
 
@@ -92,14 +93,14 @@ def _counted(
 
 def _hqa_table(suite: str, cells: list[dict[str, Any]]) -> SuiteTable:
     header, rows = _counted(cells, "docs", lambda cell: str(cell.get("label", "")), list(HQA_METRICS))
-    title = f"{SUITE_TITLES[suite]} · Accuracy by length (sub_em x 100)"
+    title = f"{suite_title(suite)} · Accuracy by length (sub_em x 100)"
     return SuiteTable(suite, title, [*header, *HQA_METRICS], rows)
 
 
 def _per_task_table(suite: str, cells: list[dict[str, Any]]) -> SuiteTable:
     metric = str(cells[0]["metric"])
     header, rows = _counted(cells, "task", lambda cell: str(cell["task"]), [""])
-    title = f"{SUITE_TITLES.get(suite, suite)} · {metric} x 100 per task"
+    title = f"{suite_title(suite)} · {metric} x 100 per task"
     return SuiteTable(suite, title, [*header, metric], rows)
 
 
@@ -116,7 +117,7 @@ def _ruler_table(suite: str, cells: list[dict[str, Any]]) -> SuiteTable:
             row.append(TableCell("-") if cell is None else _grid_cell(cell))
         rows.append(row)
     header = ["split", "metric", *(length_label(n) if n >= 0 else "?" for n in lengths)]
-    title = f"{SUITE_TITLES[suite]} · score x 100 by split and length (tokens)"
+    title = f"{suite_title(suite)} · score x 100 by split and length (tokens)"
     return SuiteTable(suite, title, header, rows)
 
 

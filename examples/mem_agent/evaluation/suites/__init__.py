@@ -30,7 +30,19 @@ __all__ = [
     "headline",
     "headline_of",
     "suite_named",
+    "suite_rank",
+    "suite_title",
 ]
+
+
+def suite_title(name: str) -> str:
+    """How people name a suite (its registered title; the name itself for one not registered)."""
+    return _BY_NAME[name].title if name in _BY_NAME else name
+
+
+def suite_rank(name: str) -> int:
+    """A suite's place in the registry's order; one not registered after every registered one."""
+    return SUITES.index(_BY_NAME[name]) if name in _BY_NAME else len(SUITES)
 
 
 def suite_named(name: str) -> Suite:

@@ -104,6 +104,7 @@ class Suite(Protocol):
     # The suite's own evaluator leaves an item answered with nothing out of the mean (MemAgent's) or
     # scores it 0 (LongBench's); `--empty-as-wrong` scores it 0 in every suite.
     empty_left_out: bool
+    metric_names: tuple[str, ...]  # every metric a result of any of its tasks may hold
 
     def cell_of(self, path: Path) -> Cell | None:
         """The cell a file of this suite's naming holds; None for a file of another suite."""

@@ -36,6 +36,7 @@ class LongBench:
     title = "LongBench QA"
     length_unit = ""
     empty_left_out = False
+    metric_names = METRICS
 
     def cell_of(self, path: Path) -> Cell | None:
         path = Path(path)

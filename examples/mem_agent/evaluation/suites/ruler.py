@@ -53,6 +53,7 @@ class Ruler:
     title = "RULER"
     length_unit = "tokens"
     empty_left_out = True
+    metric_names = (*QA_METRICS, STRING_MATCH_ALL)
 
     def cell_of(self, path: Path) -> Cell | None:
         path = Path(path)

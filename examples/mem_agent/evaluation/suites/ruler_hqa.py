@@ -48,6 +48,7 @@ class RulerHqa:
     title = "RULER-HQA"
     length_unit = "docs"
     empty_left_out = True
+    metric_names = METRICS
 
     def cell_of(self, path: Path) -> Cell:
         match = _NAME.fullmatch(Path(path).stem)
