@@ -98,8 +98,8 @@ def test_the_share_cut_is_in_the_table_the_summary_the_page_and_compare_and_only
     (tmp_path / "out").rename(tmp_path / "memagent")
     assert compare.main([str(tmp_path / "memagent"), str(direct), "--output-dir", str(tmp_path / "cmp")]) == 0
     numbers = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert numbers["lengths"]["direct"]["7"]["cut_share"] == pytest.approx(share)
-    assert numbers["lengths"]["memagent"]["7"]["cut_share"] == 0.0
+    assert numbers["cells"]["direct"]["7"]["cut_share"] == pytest.approx(share)
+    assert numbers["cells"]["memagent"]["7"]["cut_share"] == 0.0
     differing = numbers["settings_that_differ"]
     assert differing["mode"] == {"memagent": "memagent", "direct": "direct"}
     assert (
@@ -224,4 +224,4 @@ def test_on_the_tiny_model_the_baseline_reads_the_models_own_window_and_lands_be
         compare.main([str(tmp_path / "memagent"), str(tmp_path / "direct"), "--output-dir", str(tmp_path / "c")]) == 0
     )
     pairs = json.loads((tmp_path / "c" / "compare.json").read_text())["pairs"]
-    assert [(d["length"], d["questions"]) for d in pairs] == [("10", 2), ("30", 2), ("all", 4)]
+    assert [(d["label"], d["questions"]) for d in pairs] == [("10", 2), ("30", 2), ("average", 4)]
