@@ -48,7 +48,7 @@ def _evaluate(url: str, tmp_path: Path) -> tuple[dict, dict]:
 def test_the_evaluator_scores_officially_by_default_and_records_the_rules(answer_server, tmp_path, monkeypatch):
     monkeypatch.delenv("MEM_FOLD_UNICODE", raising=False)
     run, result = _evaluate(answer_server, tmp_path)
-    assert run["scoring"] == {"fold_unicode": False, "empty_guard": False}
+    assert run["scoring"] == {"fold_unicode": False, "empty_guard": False, "empty_answers": "left out"}
     assert run["config"]["fold_unicode"] is False
     assert (result["em"], result["sub_em"]) == (0.0, 100.0)
 
@@ -57,7 +57,7 @@ def test_the_evaluator_scores_officially_by_default_and_records_the_rules(answer
 def test_mem_fold_unicode_changes_the_evaluators_scores_and_is_recorded(answer_server, tmp_path, monkeypatch):
     monkeypatch.setenv("MEM_FOLD_UNICODE", "1")
     run, result = _evaluate(answer_server, tmp_path)
-    assert run["scoring"] == {"fold_unicode": True, "empty_guard": False}
+    assert run["scoring"] == {"fold_unicode": True, "empty_guard": False, "empty_answers": "left out"}
     assert (result["em"], result["sub_em"], result["f1"]) == (100.0, 100.0, 100.0)
 
 
