@@ -87,6 +87,22 @@ def test_results_made_with_other_settings_are_refused_before_anything_runs(insta
     assert _summary(tmp_path)["run"]["config"]["max_memory_tokens"] == 32
 
 
+def test_answers_of_other_built_in_wording_are_refused(instant_server, data_root, tmp_path, capsys):
+    """The built-in prompts are recorded by a digest of their wording: a folder whose answers came
+    from other wording (an older version's) is not mixed with this version's."""
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
+    recorded = _summary(tmp_path)["run"]["prompts"]
+    assert recorded["kind"] == "built-in" and len(recorded["sha256"]) == 64
+    older = _summary(tmp_path)
+    older["run"]["prompts"]["sha256"] = "0" * 64
+    (tmp_path / "summary.json").write_text(json.dumps(older))
+    before = (tmp_path / "results_6.jsonl").read_text()
+    capsys.readouterr()
+    assert _evaluate(instant_server, data_root, tmp_path) == 2
+    assert "prompts.sha256" in capsys.readouterr().err
+    assert (tmp_path / "results_6.jsonl").read_text() == before
+
+
 def test_the_check_flag_refuses_the_same_mismatch_without_a_server(instant_server, data_root, tmp_path, capsys):
     """run-eval.sh's check runs the same (evaluation/run_plan.left_to_run) before it serves, so a mismatch
     costs no server start."""

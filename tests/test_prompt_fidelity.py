@@ -237,7 +237,7 @@ FINAL_TEMPLATES = {"rememr1": authors_files.FINAL_TRAIN_R1, "rememr1-eval": auth
 
 def test_without_a_file_the_built_in_prompts_run_and_say_so(tokenizer, document):
     agent = MemoryAgent(tokenizer, MemAgentConfig(chunk_tokens=CHUNK))
-    assert agent.prompt_facts == {"kind": "built-in"}
+    assert agent.prompt_facts["kind"] == "built-in" and len(agent.prompt_facts["sha256"]) == 64
     builtin = builtin_prompts(tokenizer, AgentMode.MEMAGENT)
     _, sent, _ = _run(tokenizer, MemAgentConfig(chunk_tokens=CHUNK), document)
     assert np.array_equal(

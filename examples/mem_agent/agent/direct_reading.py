@@ -25,7 +25,7 @@ import numpy as np
 from mem_agent.agent.chunking import TokenIds, as_token_ids, plan_chunks
 from mem_agent.agent.gold_marks import holds_gold
 from mem_agent.agent.prompt_sets import ResponseCleaner
-from mem_agent.agent.prompts import compile_template
+from mem_agent.agent.prompts import built_in_facts, compile_template
 from mem_agent.agent.records import (
     NO_IDS,
     FinishReason,
@@ -73,7 +73,7 @@ class DirectReader:
         self.window = window
         self.template = compile_template(tokenizer, DIRECT_TURN_TEXT, thinking=config.thinking)
         self.cleaner = ResponseCleaner(tokenizer, config.thinking)
-        self.prompt_facts: dict[str, Any] = {"kind": "built-in", "mode": DIRECT_MODE}
+        self.prompt_facts: dict[str, Any] = built_in_facts(DIRECT_TURN_TEXT, mode=DIRECT_MODE)
         if self.context_budget(0) <= 0:
             raise WindowTooSmallError(
                 f"a {window}-token window leaves no room for the document: the prompt takes"

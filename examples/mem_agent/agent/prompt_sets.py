@@ -36,6 +36,7 @@ from mem_agent.agent.prompts import (
     REMEMR1_FINAL_TURN_TEXT,
     REMEMR1_MEMORY_TURN_TEXT,
     TokenTemplate,
+    built_in_facts,
     compile_template,
     render_chat,
 )
@@ -47,7 +48,14 @@ from mem_agent.tokenization.tokenizer import decode, encode
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-BUILT_IN_FACTS: dict[str, Any] = {"kind": "built-in"}
+BUILT_IN_FACTS: dict[str, Any] = built_in_facts(
+    MEMORY_TURN_TEXT,
+    FINAL_TURN_TEXT,
+    NO_MEMORY_TEXT,
+    NO_RECALL_TEXT,
+    REMEMR1_MEMORY_TURN_TEXT,
+    REMEMR1_FINAL_TURN_TEXT,
+)
 
 
 class PromptSet(Protocol):

@@ -15,6 +15,7 @@ replaces them, and prompt_sets.py decides how its prompts are assembled.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -90,6 +91,13 @@ REMEMR1_FINAL_TURN_TEXT = FINAL_TURN_TEXT.replace(
     "<problem>\n{problem}\n</problem>\n\n<recalled_memory>\n{recalled}\n</recalled_memory>\n",
 )
 NO_RECALL_TEXT = "(nothing recalled)"
+
+def built_in_facts(*texts: str, **extra: str) -> dict[str, str]:
+    """What a run records about built-in prompts: a sha256 of their wording, so that a rerun into a
+    folder whose answers came from other wording is refused like one with other settings."""
+    digest = hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()
+    return {"kind": "built-in", "sha256": digest, **extra}
+
 
 _MARKER = "\u2063MEMAGENT-SLOT-{name}\u2063"  # invisible separator: never written by a chat template
 _MARKER_PATTERN = re.compile("\u2063MEMAGENT-SLOT-([a-z_]+)\u2063")
