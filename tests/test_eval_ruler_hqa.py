@@ -112,7 +112,7 @@ def test_several_servers_share_the_work(stack, data_root, tmp_path):
         (["--data-root", "/nonexistent"], "--data-root /nonexistent is not a folder"),
         (["--data", "/nonexistent/eval_5.json"], "eval file(s) not found: /nonexistent/eval_5.json"),
         (["--concurrency", "0"], "--concurrency 0 must be a positive integer"),
-        (["--top-p", "0"], "--top-p 0.0 must be in (0, 1]"),
+        (["--top-p", "0"], "--top-p 0 must be a number above 0 and at most 1"),
         ([], "nothing to evaluate"),
     ],
 )
