@@ -261,7 +261,7 @@ def test_a_refused_flag_is_reported_at_the_generate_step(tmp_path, engine):
         (["--trainer-root", "/nonexistent/slime", "--url", "http://127.0.0.1:9"], "is not a folder"),
         (["--trainer-root", "{tmp}", "--url", "http://127.0.0.1:9"], "not a slime or vime checkout"),
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--host-flag", "no-equals"], "NAME=VALUE"),
-        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--num-prompts", "0"], "positive integers"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--num-prompts", "0"], "--num-prompts 0 must be"),
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1"], "http://HOST:PORT, the router as the trainer"),
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1:8000/v1"], "no path, query or user"),
         (["--trainer-root", "{root}", "--url", "https://127.0.0.1:443"], "the hooks reach the router over http"),

@@ -14,8 +14,9 @@ from mem_agent import compare, eval_ruler_hqa, view
 from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.evaluation.files import file_sha256
 from mem_agent.settings.config import MemAgentConfig
-from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, dump_prompt_file
 from mem_agent.tokenization.tokenizer import decode, encode
+from support.exits import exit_status
+from support.prompt_files import write_template_file
 from support.scripted_engine import scripted_engine
 
 NEEDLE = "The secret city is Quito."
@@ -44,7 +45,7 @@ def _run(tokenizer, tmp_path: Path, *extra: str) -> tuple[int, list[dict]]:
     data = _eval_file(tmp_path / "data" / "eval_7.json", tokenizer)
     with scripted_engine(tokenizer, _answer) as engine:
         argv = ["--data", str(data), "--output-dir", str(tmp_path / "out"), "--url", engine.url, "--protocol", "vllm"]
-        status = eval_ruler_hqa.main([*argv, "--max-final", "16", "--no-plot", *extra])
+        status = exit_status(eval_ruler_hqa.main, [*argv, "--max-final", "16", "--no-plot", *extra])
         return status, engine.requests
 
 
@@ -161,21 +162,7 @@ def test_a_window_that_cannot_hold_the_prompt_is_refused(tokenizer):
 
 def _template_file(path: Path) -> Path:
     """A valid memory-agent template file: MEM_PROMPTS that is right for the agent, wrong for direct."""
-    path.write_text(
-        dump_prompt_file(
-            mode="memagent",
-            assembly=Assembly.TOKENS,
-            thinking=Thinking.TEMPLATE,
-            memory=MemoryText.RESPONSE,
-            templates={
-                "memory_turn": "{problem} {memory} {section}",
-                "final_turn": "{problem} {memory}",
-                "no_memory": "-",
-            },
-            source={"name": "ours", "commit": "none"},
-        )
-    )
-    return path
+    return write_template_file(path)
 
 
 def test_the_check_flag_refuses_a_template_file_with_direct_mode_before_a_server_starts(tmp_path, capsys):

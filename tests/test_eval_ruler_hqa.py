@@ -17,6 +17,7 @@ import pytest
 from mem_agent import eval_ruler_hqa
 from mem_agent.agent.scoring import score_answer
 from mem_agent.evaluation.results import read_results
+from support.exits import exit_status
 from support.fault_proxy import fault_proxy, scripted
 
 pytestmark = pytest.mark.server
@@ -112,13 +113,13 @@ def test_several_servers_share_the_work(stack, data_root, tmp_path):
         (["--data-root", "/nonexistent"], "--data-root /nonexistent is not a folder"),
         (["--data", "/nonexistent/eval_5.json"], "eval file(s) not found: /nonexistent/eval_5.json"),
         (["--concurrency", "0"], "--concurrency 0 must be a positive integer"),
-        (["--top-p", "0"], "--top-p 0.0 must be in (0, 1]"),
+        (["--top-p", "0"], "--top-p 0 must be a number above 0 and at most 1"),
         ([], "nothing to evaluate"),
     ],
 )
 def test_usage_mistakes_are_one_line_errors_with_status_2(tmp_path, capsys, args, message, monkeypatch):
     monkeypatch.setenv("MEM_ROUTER_URL", "http://127.0.0.1:9")
-    assert eval_ruler_hqa.main(["--output-dir", str(tmp_path), *args]) == 2
+    assert exit_status(eval_ruler_hqa.main, ["--output-dir", str(tmp_path), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 

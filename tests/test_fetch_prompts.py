@@ -16,6 +16,7 @@ from mem_agent.templates.sources import SOURCES
 from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, load_prompt_file
 from support import authors_files
 from support.authors_files import FAKE_COMMIT, loopback_mirror
+from support.exits import exit_status
 
 
 @pytest.fixture
@@ -139,7 +140,7 @@ def test_download_failures_are_one_line_errors(mirror, tmp_path, capsys):
         (["--source", "memagent", "--out", "OUT", "--commit", FAKE_COMMIT, "--sha256", "xyz"], "64 lowercase hex"),
         (["--source", "memagent", "--out", "EXISTS"], "exists; pass --force to replace it"),
         (["--source", "memagent", "--out", "OUT", "--base-url", "ftp://x"], "must start with http:// or https://"),
-        (["--source", "memagent", "--out", "OUT", "--timeout", "0"], "--timeout 0.0 must be positive"),
+        (["--source", "memagent", "--out", "OUT", "--timeout", "0"], "--timeout 0 must be a positive number"),
         (["--source", "memagent", "--out", "FOLDER", "--force"], "is a folder; give the path of the file to write"),
         (["--source", "memagent", "--out", "NOWHERE/out.toml"], "NOWHERE does not exist"),
     ],
@@ -149,7 +150,7 @@ def test_usage_mistakes_exit_2(tmp_path, capsys, extra, message):
     (tmp_path / "FOLDER").mkdir()
     paths = ("OUT", "EXISTS", "FOLDER", "NOWHERE/out.toml")
     argv = [str(tmp_path / arg) if arg in paths else arg for arg in extra]
-    assert fetch_prompts.main(argv) == 2
+    assert exit_status(fetch_prompts.main, argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
     assert (tmp_path / "EXISTS").read_text() == "keep me"

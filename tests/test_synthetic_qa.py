@@ -10,6 +10,7 @@ import pytest
 from mem_agent import build_long_context, synthetic_qa
 from mem_agent.common.jsonstream import iter_json_array
 from mem_agent.data import synthetic as synthetic_data
+from support.exits import exit_status
 
 # The two sentence shapes the gold paragraphs state their facts in.
 PERSON_FACT = re.compile(r"^(?P<name>.+) \(born (?P<year>\d{4})\) was an? .+ born in the town of (?P<town>.+)\.$")
@@ -98,7 +99,7 @@ def test_the_long_context_builder_accepts_the_generated_file(tmp_path):
 def test_a_non_positive_count_is_a_one_line_error_and_writes_nothing(tmp_path, capsys):
     """A user mistake gets exit status 2 and one line naming the flag, never a traceback or a file."""
     out = tmp_path / "q.json"
-    assert synthetic_qa.main(["--out", str(out), "--num-questions", "-3"]) == 2
+    assert exit_status(synthetic_qa.main, ["--out", str(out), "--num-questions", "-3"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "--num-questions -3" in err
     assert not out.exists()

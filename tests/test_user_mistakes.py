@@ -269,12 +269,12 @@ def _servers(stdout: str) -> list[list[str]]:
         (
             "eval_ruler_hqa",
             ["--check", "--concurrency", "0", "--max-final", "0", "--top-p", "2"],
-            ["--concurrency 0", "--max-final 0", "--top-p 2.0"],
+            ["--concurrency 0", "--max-final 0", "--top-p 2 "],
         ),
         (
             "run_document",
             ["--question", "q", "--url", "http://127.0.0.1:1", "--chunk-tokens", "0", "--temperature", "-1"],
-            ["--chunk-tokens 0", "--temperature -1.0"],
+            ["--chunk-tokens 0", "--temperature -1 "],
         ),
         ("prepare_data", ["--input", "x.json", "--output", "o.jsonl", "--num-docs", "-1", "--pool-size", "0"], None),
     ],

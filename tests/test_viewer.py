@@ -18,6 +18,7 @@ from mem_agent.observability.trajectory_records import SCHEMA, TrajectoryRecord,
 from mem_agent.observability.viewer import ViewLimits, write_page
 from mem_agent.observability.word_diff import diff_words, words
 from support.browser import MemoryText, PageText, render
+from support.exits import exit_status
 from support.scripts import PROJECT_ROOT, run_script, write_executable
 from support.trainer_rows import trainer_rows
 from support.training_folder import hooked_training_run
@@ -245,7 +246,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
     (tmp_path / "eval").mkdir()
     (tmp_path / "eval" / "results_50.jsonl").write_text('{"question": "no id"}\n')
     argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
-    assert view.main([*argv, "-o", str(tmp_path / "out.html")]) == 2
+    assert exit_status(view.main, [*argv, "-o", str(tmp_path / "out.html")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
 

@@ -32,21 +32,21 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_files import LongContextRequest, write_long_context_files
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.build_long_context"),
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = command_parser("mem_agent.build_long_context", __doc__.split("\n\n")[0])
     parser.add_argument("--input", type=Path, required=True, help="raw QA file: JSON array or JSON Lines")
-    parser.add_argument("--num-docs", type=int, nargs="+", required=True, help="documents per context, one file each")
-    parser.add_argument("--num-questions", type=int, default=128, help="questions per file (default: 128)")
-    parser.add_argument("--seed", type=int, default=42, help="shuffle seed (default: 42)")
+    parser.add_argument(
+        "--num-docs", type=integer(1), nargs="+", required=True, help="documents per context, one file each"
+    )
+    parser.add_argument("--num-questions", type=integer(1), default=128, help="questions per file (default: 128)")
+    parser.add_argument("--seed", type=seed, default=42, help=f"shuffle seed, 0 to {SEED_LIMIT} (default: 42)")
     parser.add_argument("--out-dir", type=Path, required=True, help="folder for eval_<N>.json")
     parser.add_argument("--force", action="store_true", help="overwrite existing output files")
     parser.add_argument(

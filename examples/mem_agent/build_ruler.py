@@ -17,20 +17,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_build import RulerBuildRequest, write_ruler_files
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=program_name("mem_agent.build_ruler"), description=__doc__.split("\n\n")[0])
+    parser = command_parser("mem_agent.build_ruler", __doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=Path, required=True, help="folder for eval_<split>_<length>.json")
     parser.add_argument("--splits", nargs="+", choices=RULER_SPLITS, default=list(RULER_SPLITS), metavar="SPLIT")
-    parser.add_argument("--lengths", type=int, nargs="+", required=True, help="tokens per item, e.g. 8192 16384")
+    # --lengths and --num-samples: positive, checked with the sources (data/ruler_build.check_request), all at once
+    parser.add_argument("--lengths", type=integer(), nargs="+", required=True, help="tokens per item, e.g. 8192 16384")
     parser.add_argument("--tokenizer", required=True, help="the policy's tokenizer (a model folder)")
-    parser.add_argument("--num-samples", type=int, default=128, help="items per file (default: 128, as MemAgent's)")
-    parser.add_argument("--seed", type=int, default=42, help="generator seed (default: 42)")
+    parser.add_argument(
+        "--num-samples", type=integer(), default=128, help="items per file (default: 128, as MemAgent's)"
+    )
+    parser.add_argument("--seed", type=seed, default=42, help=f"generator seed, 0 to {SEED_LIMIT} (default: 42)")
     parser.add_argument("--essay", type=Path, help="a text file: the essay haystack's sentences")
     parser.add_argument("--squad", type=Path, help="SQuAD 2.0 layout JSON (qa_1)")
     parser.add_argument("--hotpot", type=Path, help="HotpotQA rows, JSON (qa_2)")

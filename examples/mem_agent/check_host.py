@@ -18,16 +18,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer, number
 from mem_agent.common.usage import UsageError
 from mem_agent.preflight.failures import CheckFailed
 from mem_agent.preflight.options import PreflightOptions
 from mem_agent.preflight.pipeline import run_preflight
 
+STEP_LIMIT = 1024  # prompts, samples per prompt, data-parallel ranks: one rollout step to check, not a run
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.check_host"),
+    parser = command_parser(
+        "mem_agent.check_host",
         description="Run one small rollout step of the mem_agent hooks through a slime or vime checkout.",
     )
     parser.add_argument("--trainer-root", type=Path, required=True, help="the slime or vime checkout to check")
@@ -42,9 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--hf-checkpoint", default=None, help="tokenizer folder (default: the bundled Qwen3 tokenizer)")
     parser.add_argument("--data", type=Path, default=None, help="prepare_data JSONL (default: synthetic questions)")
-    parser.add_argument("--num-prompts", type=int, default=2, help="prompts in the step (default: 2)")
-    parser.add_argument("--n-samples", type=int, default=2, help="trajectories per prompt (default: 2)")
-    parser.add_argument("--dp-size", type=int, default=2, help="data-parallel ranks to split for (default: 2)")
+    parser.add_argument(
+        "--num-prompts", type=integer(1, STEP_LIMIT), default=2, help="prompts in the step (default: 2)"
+    )
+    parser.add_argument(
+        "--n-samples", type=integer(1, STEP_LIMIT), default=2, help="trajectories per prompt (default: 2)"
+    )
+    parser.add_argument(
+        "--dp-size", type=integer(1, STEP_LIMIT), default=2, help="data-parallel ranks to split for (default: 2)"
+    )
     parser.add_argument(
         "--host-flag",
         action="append",
@@ -55,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--import-timeout",
-        type=float,
+        type=number(0, above=True),
         default=PreflightOptions.import_timeout,
         metavar="SECONDS",
         help="how long importing the checkout's train.py may take before it is a FAIL "

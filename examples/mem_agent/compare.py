@@ -30,14 +30,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.comparison import METRICS, ComparisonRequest
 from mem_agent.observability.paper_comparison import compare_with_papers
 
+# Each interval draws resamples x items indices: 10,000 (the default) is plenty, a million is the most taken.
+MAX_RESAMPLES = 1_000_000
+
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=program_name("mem_agent.compare"), description=__doc__.split("\n\n")[0])
+    parser = command_parser("mem_agent.compare", __doc__.split("\n\n")[0])
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="evaluation output folders, two or more")
     parser.add_argument("--labels", nargs="+", default=None, help="names for the runs (default: mode: folder name)")
     parser.add_argument(
@@ -51,9 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--output-dir", type=Path, default=Path("runs/compare"), help="plot and numbers folder (default: %(default)s)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     parser.add_argument(
-        "--resamples", type=int, default=10_000, help="bootstrap resamples per interval (default: %(default)s)"
+        "--seed", type=seed, default=0, help=f"bootstrap seed, 0 to {SEED_LIMIT} (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--resamples",
+        type=integer(1, MAX_RESAMPLES),
+        default=10_000,
+        help=f"bootstrap resamples per interval, at most {MAX_RESAMPLES:,} (default: %(default)s)",
     )
     parser.add_argument("--force", action="store_true", help="compare runs over different data or scoring rules")
     parser.add_argument(

@@ -25,7 +25,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import number
 from mem_agent.common.usage import UsageError
 from mem_agent.templates.authors_download import DEFAULT_BASE_URL, FetchError, FetchRequest, fetch_template_file
 from mem_agent.templates.sources import SOURCES
@@ -33,10 +34,7 @@ from mem_agent.templates.template_file import Thinking
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.fetch_prompts"),
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = command_parser("mem_agent.fetch_prompts", __doc__.split("\n\n")[0])
     parser.add_argument(
         "--source", choices=sorted(SOURCES), help="whose client to reproduce (see --list; required unless --list)"
     )
@@ -57,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="template: the chat template's own default, as the authors' clients; on/off: enable_thinking "
         "(default: %(default)s)",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds for the download (default: 30)")
+    parser.add_argument(
+        "--timeout", type=number(0, above=True), default=30.0, help="seconds for the download (default: 30)"
+    )
     return parser
 
 

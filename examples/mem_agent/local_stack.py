@@ -16,17 +16,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer, number
 from mem_agent.common.usage import UsageError, split_command
 from mem_agent.serving.cpu_stack import DEFAULT_START_TIMEOUT_S, StackRun, StackSettings, run_with_stack
 from mem_agent.serving.processes import ProcessStopError, ServerStartError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.local_stack"),
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = command_parser("mem_agent.local_stack", __doc__.split("\n\n")[0])
     parser.add_argument(
         "action",
         choices=["serve", "exec"],
@@ -42,11 +40,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-router", action="store_true", help="serve vLLM directly, without vllm-router")
     parser.add_argument(
         "--start-timeout",
-        type=float,
+        type=number(0, above=True),
         default=DEFAULT_START_TIMEOUT_S,
         help="seconds to wait for health (default: 600)",
     )
-    parser.add_argument("--max-model-len", type=int, default=None, help="vLLM --max-model-len (default: the model's)")
+    parser.add_argument(
+        "--max-model-len", type=integer(1), default=None, help="vLLM --max-model-len (default: the model's)"
+    )
     return parser
 
 

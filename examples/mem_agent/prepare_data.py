@@ -42,17 +42,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.numbers import SEED_LIMIT, integer, number, seed
 from mem_agent.data.row_sources import HUB_ANSWER_S
 from mem_agent.data.training_file import TrainingFileRequest, write_training_file
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.prepare_data"),
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = command_parser("mem_agent.prepare_data", __doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--input", type=Path, help="JSON array, JSON Lines or .parquet file of QA rows or MemAgent's training rows"
@@ -75,13 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--output", type=Path, required=True, help="JSONL file to write")
     parser.add_argument(
-        "--num-docs", type=int, default=0, help="documents per context, 0 = own paragraphs only (default: 0)"
+        "--num-docs", type=integer(0), default=0, help="documents per context, 0 = own paragraphs only (default: 0)"
     )
     parser.add_argument(
-        "--pool-size", type=int, default=200_000, help="filler paragraphs kept in memory (default: 200000)"
+        "--pool-size", type=integer(1), default=200_000, help="filler paragraphs kept in memory (default: 200000)"
     )
-    parser.add_argument("--max-rows", type=int, default=None, help="stop after this many rows (default: all)")
-    parser.add_argument("--seed", type=int, default=42, help="seed for fillers and their order (default: 42)")
+    parser.add_argument("--max-rows", type=integer(1), default=None, help="stop after this many rows (default: all)")
+    parser.add_argument(
+        "--seed", type=seed, default=42, help=f"seed for fillers and their order, 0 to {SEED_LIMIT} (default: 42)"
+    )
     parser.add_argument(
         "--tokenizer",
         default=None,
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--hub-timeout",
-        type=float,
+        type=number(0, above=True),
         default=HUB_ANSWER_S,
         metavar="SECONDS",
         help="how long to wait for the hub's first answer (default: %(default)g)",

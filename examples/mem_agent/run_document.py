@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.records import TrajectoryStatus
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
 from mem_agent.common.usage import UsageError, gather
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
@@ -34,10 +34,7 @@ from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.run_document"),
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = command_parser("mem_agent.run_document", __doc__.split("\n\n")[0])
     parser.add_argument("--question", required=True, help="the question to answer from the document")
     parser.add_argument("--document", default="-", help="UTF-8 text file, or - for stdin (default: -)")
     add_server_flags(parser)

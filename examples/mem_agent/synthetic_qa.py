@@ -12,16 +12,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
 from mem_agent.data.synthetic import SyntheticRequest, write_synthetic_set
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=program_name("mem_agent.synthetic_qa"), description=__doc__.split("\n\n")[0])
+    parser = command_parser("mem_agent.synthetic_qa", __doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="output JSON file")
-    parser.add_argument("--num-questions", type=int, default=128, help="questions to generate (default: 128)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument("--num-questions", type=integer(1), default=128, help="questions to generate (default: 128)")
+    parser.add_argument("--seed", type=seed, default=0, help=f"random seed, 0 to {SEED_LIMIT} (default: 0)")
     return parser
 
 

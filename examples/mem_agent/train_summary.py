@@ -16,16 +16,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.training_curves import CurvesRequest, summarize_training_run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=program_name("mem_agent.train_summary"),
-        description=__doc__.split("\n\n")[0],
-    )
+    parser = command_parser("mem_agent.train_summary", __doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path, help="the trainer's --save folder (or its trajectories/ folder)")
     parser.add_argument(
         "--output-dir", type=Path, default=None, help="where to write (default: the folder holding metrics.jsonl)"

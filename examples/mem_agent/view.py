@@ -22,7 +22,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.page_selection import OUTCOMES, ViewChoice
 from mem_agent.observability.run_page import PageRequest, write_run_page
@@ -31,17 +32,17 @@ from mem_agent.observability.viewer import ViewLimits
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = ViewLimits()
-    parser = argparse.ArgumentParser(prog=program_name("mem_agent.view"), description=__doc__.split("\n\n")[0])
+    parser = command_parser("mem_agent.view", __doc__.split("\n\n")[0])
     parser.add_argument("path", type=Path, help="a trajectory .jsonl file, an evaluation folder or a training folder")
     parser.add_argument(
         "-o", "--output", type=Path, default=Path("view.html"), help="page to write (default: %(default)s)"
     )
     parser.add_argument(
-        "--max-items", type=int, default=defaults.max_items, help="questions on the page (default: %(default)s)"
+        "--max-items", type=integer(1), default=defaults.max_items, help="questions on the page (default: %(default)s)"
     )
     parser.add_argument(
         "--max-turns",
-        type=int,
+        type=integer(1),
         default=defaults.max_turns,
         help="memory turns shown per question, the first and last halves (default: %(default)s)",
     )

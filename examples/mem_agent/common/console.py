@@ -1,16 +1,30 @@
-"""The name a command was started by, so that usage lines and errors show what the user typed.
+"""A command's face on the console: the name it was started by, and the one way its parser is made.
 
 argparse names a program after `sys.argv[0]`, which for `python -m` is the module's file path, so
 every command's parser passes its name explicitly: `python -m mem_agent.<module>`, or, while the
 `mem-agent` command (mem_agent/cli.py) runs the module's main, `mem-agent <command>`.
+
+Every argument parser of the package is made by `command_parser`, so each refuses the same way:
+no abbreviations (argparse would take `--forc` for `--force`, and a prefix could come to mean
+another flag the day one is added); a flag's number read by the rules of common/numbers.py, the
+ones the settings' variables are read by; and every bad number of a command line named at once,
+in one `error:` line (exit 2), as the commands' own checks report theirs.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, NoReturn
+
+from mem_agent.common.numbers import NumberError
+from mem_agent.common.printable import printable
+from mem_agent.common.usage import UsageError
 
 _dispatched: dict[str, str] = {}  # module -> the name the dispatcher runs it under, while it runs
+_SHOWN_VALUE = 80  # characters of a refused value echoed back
 
 
 @contextlib.contextmanager
@@ -26,3 +40,57 @@ def dispatched_as(module: str, name: str) -> Iterator[None]:
 def program_name(module: str) -> str:
     """The name the user typed to start `module`: the dispatcher's, else `python -m module`."""
     return _dispatched.get(module, f"python -m {module}")
+
+
+def command_parser(
+    module: str, description: str | None = None, *, raising: bool = False, **options: Any
+) -> argparse.ArgumentParser:
+    """The parser of `module`'s command, named as the user typed it (`prog` in `options` names it
+    otherwise). `raising`: a mistake is a UsageError for the caller (a launch checking a command
+    line it is about to run) instead of a message and exit 2. `options` are argparse's."""
+    options.setdefault("prog", program_name(module))
+    kind = _RaisingParser if raising else _CommandParser
+    return kind(description=description, allow_abbrev=False, **options)
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """argparse, with each number a flag's type refuses kept until the whole line is read."""
+
+    _bad_numbers: list[str]
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._bad_numbers = []
+        parsed = super().parse_known_args(args, namespace)
+        if self._bad_numbers:
+            self._refuse(self._bad_numbers)
+        return parsed
+
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as error:
+            refused = error.__context__  # argparse raises its ArgumentError while handling the type's
+            if not isinstance(refused, NumberError):
+                raise
+            self._bad_numbers.append(f"{_flag(action)} {printable(arg_string, _SHOWN_VALUE)} {refused}")
+            return None
+
+    def _refuse(self, problems: list[str]) -> NoReturn:
+        print(f"error: {'; '.join(problems)}", file=sys.stderr)
+        self.exit(2)
+
+
+class _RaisingParser(_CommandParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+    def _refuse(self, problems: list[str]) -> NoReturn:
+        raise UsageError(problems)
+
+
+def _flag(action: argparse.Action) -> str:
+    """The flag's long name (`--max-items`, not `-m`), or a positional argument's name."""
+    long = [option for option in action.option_strings if option.startswith("--")]
+    return (long or action.option_strings or [str(action.metavar or action.dest)])[0]

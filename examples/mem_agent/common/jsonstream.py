@@ -18,7 +18,6 @@ the file's end for a cut-off file, else the byte range of the block the parser w
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import json
 import sys
@@ -30,6 +29,7 @@ from typing import IO, Any
 import ijson
 
 from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.console import command_parser
 
 BLOCK_BYTES = 4 << 20
 _WHITESPACE = b" \t\r\n"
@@ -157,9 +157,7 @@ def check_file(path: Path, required_keys: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.common.jsonstream", description="Validate a JSON array file item by item, streamed."
-    )
+    parser = command_parser("mem_agent.common.jsonstream", "Validate a JSON array file item by item, streamed.")
     parser.add_argument("--check", type=Path, required=True, help="JSON array file to validate")
     parser.add_argument("--require-keys", default="", help="comma-separated keys every item must have (default: none)")
     args = parser.parse_args(argv)

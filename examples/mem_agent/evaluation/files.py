@@ -15,7 +15,6 @@ a result. Items identical in question, document and answers are named as duplica
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import sys
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
@@ -158,11 +158,7 @@ def resolve_files(request: EvalRequest, *, allow_missing: bool = False) -> list[
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.evaluation.files",
-        description="Check an eval file of any suite by the evaluator's rules.",
-        allow_abbrev=False,
-    )
+    parser = command_parser("mem_agent.evaluation.files", "Check an eval file of any suite by the evaluator's rules.")
     parser.add_argument("--check", type=Path, required=True, help="eval file to check (eval_<N>.json, ...)")
     parser.add_argument(
         "--corpus", type=Path, default=None, help=f"for index contexts (default: {CORPUS_NAME} beside the file)"

@@ -17,8 +17,8 @@ from pathlib import Path
 from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.console import program_name
-from mem_agent.common.usage import UsageError
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer
 from mem_agent.inference.agent_flags import add_agent_flags, add_sampling_flags, add_server_flags
 from mem_agent.settings.config import AgentMode
 
@@ -75,13 +75,6 @@ class EvalRequest:
         return cls(**vars(args) | given | lists)
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    """A parser whose mistakes are a UsageError for the caller to report, not an exit of the process."""
-
-    def error(self, message: str):  # type: ignore[override]
-        raise UsageError(message)
-
-
 @dataclass(frozen=True)
 class WindowPreset:
     """A window MemAgent's direct baselines ran with (taskutils/memory_eval/run.py's ENV: MAX_INPUT_LEN
@@ -104,7 +97,7 @@ WINDOW_PRESETS = {
 def parse_request(argv: Sequence[str] | None = None, *, raising: bool = False) -> EvalRequest:
     """The request an argument vector makes. A bad flag exits with status 2 and argparse's usage line,
     as a command does; with `raising` it is a UsageError instead (a launch checking the vector)."""
-    parser = build_parser(_RaisingParser if raising else argparse.ArgumentParser)
+    parser = build_parser(raising=raising)
     args = parser.parse_args(argv)
     if args.window_preset is not None:
         _apply_preset(parser, args)
@@ -125,9 +118,10 @@ def _apply_preset(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     args.mode, args.context_window, args.max_final = DIRECT_MODE, preset.context_window, preset.output_tokens
 
 
-def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser = kind(
-        prog=program_name("mem_agent.eval_ruler_hqa"),
+def build_parser(*, raising: bool = False) -> argparse.ArgumentParser:
+    parser = command_parser(
+        "mem_agent.eval_ruler_hqa",
+        raising=raising,
         description="Evaluate a memory agent on RULER-HQA files (eval_<docs>.json), RULER's general tasks"
         " (eval_<split>_<length>.json, or RULER's own <length>/data/<split>/validation.jsonl) and LongBench QA"
         " (<task>.jsonl), and report each suite's table and figure.",
@@ -145,7 +139,7 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
     )
     parser.add_argument(
         "--lengths",
-        type=int,
+        type=integer(1),
         nargs="*",
         default=None,
         help="with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..25600)",
@@ -167,7 +161,7 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
     )
     parser.add_argument(
         "--ruler-lengths",
-        type=int,
+        type=integer(1),
         nargs="*",
         default=None,
         help="with --ruler-root: the lengths in tokens to run, e.g. 8192 131072 (default: every length present)",
@@ -202,7 +196,7 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
     )
     parser.add_argument(
         "--context-window",
-        type=int,
+        type=integer(1),
         default=None,
         help="--mode direct: the model's window in tokens, prompt and answer (MEM_MAX_FINAL) together; a longer"
         " document keeps its first and last halves (default: max_position_embeddings in the model's config.json)",
@@ -214,9 +208,11 @@ def build_parser(kind: type[argparse.ArgumentParser] = argparse.ArgumentParser) 
         help="--mode direct at the window MemAgent's baselines used: memagent-128k (prompts cut to 120,000 tokens,"
         " answers up to 10,000) or memagent-1m (990,000 and 10,000); sets --mode, --context-window, --max-final",
     )
-    parser.add_argument("--concurrency", type=int, default=256, help="requests in flight, all servers (default: 256)")
-    parser.add_argument("--questions-in-flight", type=int, default=128, help="questions at once (default: 128)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N questions of each file")
+    parser.add_argument(
+        "--concurrency", type=integer(1), default=256, help="requests in flight, all servers (default: 256)"
+    )
+    parser.add_argument("--questions-in-flight", type=integer(1), default=128, help="questions at once (default: 128)")
+    parser.add_argument("--limit", type=integer(1), default=None, help="only the first N questions of each file")
     parser.add_argument("--force", action="store_true", help="discard earlier results and run every item again")
     parser.add_argument("--no-plot", action="store_true", help="skip every suite's figure (PNG)")
     parser.add_argument(

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
-from mem_agent.common.usage import gather, problems_to_error
+from mem_agent.common.usage import gather
 from mem_agent.evaluation.files import EvalFile, corpus_of, file_sha256, read_file_items, resolve_files
 from mem_agent.evaluation.paper_tables import Chosen, choose_all
 from mem_agent.evaluation.reporting import check_reuse, facts_known_without_a_server
@@ -59,10 +59,9 @@ class DataPlan:
 
 def check_arguments(request: EvalRequest) -> RunSettings:
     """Every flag and MEM_* setting, every problem at once (a UsageError listing them)."""
-    (config, mode), sampling, _, papers = gather(
+    (config, mode), sampling, papers = gather(
         lambda: _config_and_mode(request),
         lambda: sampling_from_args(request),
-        lambda: _check_positive(request),
         lambda: choose_all(request.paper),
     )
     # The addresses' form first (cheap); they are connected to only once there is work for them.
@@ -134,14 +133,3 @@ def _config_and_mode(request: EvalRequest) -> tuple[MemAgentConfig, str]:
         check_direct_settings(config)
     wanted = AgentMode.MEMAGENT if mode == DIRECT_MODE else AgentMode(mode)
     return (config if config.mode is wanted else config.replaced(mode=wanted)), mode
-
-
-def _check_positive(request: EvalRequest) -> None:
-    flags: Sequence[str] = ("concurrency", "questions_in_flight", "limit", "context_window")
-    problems_to_error(
-        [
-            f"--{flag.replace('_', '-')} {value} must be a positive integer"
-            for flag in flags
-            if (value := getattr(request, flag)) is not None and value <= 0
-        ]
-    )

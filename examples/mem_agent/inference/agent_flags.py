@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import socket
 import urllib.parse
@@ -14,9 +13,11 @@ from pathlib import Path
 from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.numbers import SEED_LIMIT, number, seed
 from mem_agent.common.usage import UsageError, problems_to_error
 from mem_agent.inference.client import ApiProtocol, ClientSettings
 from mem_agent.settings.config import ENV_NAMES, ConfigError, MemAgentConfig, config_problems
+from mem_agent.settings.declared import flag_type
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 
@@ -45,26 +46,32 @@ def add_server_flags(parser: argparse.ArgumentParser, *, many: bool = False) -> 
 
 
 def add_sampling_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: 0.7)")
-    parser.add_argument("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
+    parser.add_argument("--temperature", type=number(0), default=0.7, help="sampling temperature, >= 0 (default: 0.7)")
+    parser.add_argument(
+        "--top-p", type=number(0, 1, above=True), default=0.95, help="nucleus sampling mass, in (0, 1] (default: 0.95)"
+    )
     parser.add_argument(
         "--seed",
-        type=int,
+        type=seed,
         default=None,
-        help="per-request sampling seed (default: none; the vLLM CPU build 0.32 crashes on seeded requests)",
+        help=f"per-request sampling seed, 0 to {SEED_LIMIT} (default: none; the vLLM CPU build 0.32 crashes on"
+        " seeded requests)",
     )
 
 
 def add_agent_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chunk-tokens", type=int, default=None, help="tokens per chunk (default: MEM_CHUNK_TOKENS)")
-    parser.add_argument("--max-memory", type=int, default=None, help="memory token limit (default: MEM_MAX_MEMORY)")
-    parser.add_argument("--max-final", type=int, default=None, help="answer token limit (default: MEM_MAX_FINAL)")
-    parser.add_argument(
-        "--max-chunks",
-        type=int,
-        default=None,
-        help="chunk cap, 0 = none (default: MEM_MAX_CHUNKS where set, else 0: whole documents, as MemAgent evaluates)",
-    )
+    """The flags that override MEM_* settings, each bounded as its setting is (MemAgentConfig)."""
+    for flag, field, text in (
+        ("--chunk-tokens", "chunk_tokens", "tokens per chunk (default: MEM_CHUNK_TOKENS)"),
+        ("--max-memory", "max_memory_tokens", "memory token limit (default: MEM_MAX_MEMORY)"),
+        ("--max-final", "max_final_tokens", "answer token limit (default: MEM_MAX_FINAL)"),
+        (
+            "--max-chunks",
+            "max_chunks",
+            "chunk cap, 0 = none (default: MEM_MAX_CHUNKS where set, else 0: whole documents, as MemAgent evaluates)",
+        ),
+    ):
+        parser.add_argument(flag, type=flag_type(MemAgentConfig, field), default=None, help=text)
     parser.add_argument(
         "--prompts",
         default=None,
@@ -73,19 +80,14 @@ def add_agent_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# The agent flags, by the config field each overrides; the smallest value each takes.
-_AGENT_FLAGS = {"chunk_tokens": ("--chunk-tokens", 1), "max_memory_tokens": ("--max-memory", 1)}
-_AGENT_FLAGS |= {"max_final_tokens": ("--max-final", 1), "max_chunks": ("--max-chunks", 0)}
-
-
 def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
     """MEM_* settings from the environment, with the flags that were given taking precedence.
 
     The chunk cap is MemAgent's training setting: its evaluation reads every chunk of a document,
     so these commands do too unless the cap is asked for (MEM_MAX_CHUNKS set, or --max-chunks).
-    Every problem at once, each by the name the user typed: a bad flag as the flag (not the
-    MEM_* setting it overrides), a bad variable as the variable; a setting a flag overrides is
-    not judged.
+    Each problem by the name the user typed: a flag was held to its setting's bounds as it was
+    parsed (add_agent_flags), a bad variable is named as the variable, every one at once; a
+    setting a flag overrides is not judged.
     """
     max_chunks = args.max_chunks
     if max_chunks is None and not os.environ.get("MEM_MAX_CHUNKS", "").strip():
@@ -98,15 +100,9 @@ def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
         "prompts": args.prompts,
     }
     overrides = {key: value for key, value in overrides.items() if value is not None}
-    problems = []
-    for field, value in overrides.items():
-        if field in _AGENT_FLAGS and value < _AGENT_FLAGS[field][1]:
-            flag, minimum = _AGENT_FLAGS[field]
-            shape = "a positive integer" if minimum == 1 else "an integer >= 0"
-            problems.append(f"{flag} {value} must be {shape}")
     overridden = {ENV_NAMES[field] for field in overrides}
     environ = {name: value for name, value in os.environ.items() if name not in overridden}
-    problems_to_error(problems + config_problems(environ))
+    problems_to_error(config_problems(environ))
     try:
         return MemAgentConfig.from_env(environ, **overrides)
     except ConfigError as error:
@@ -170,12 +166,6 @@ def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
-    problems = []
-    if not math.isfinite(args.temperature) or args.temperature < 0:
-        problems.append(f"--temperature {args.temperature} must be a finite number >= 0")
-    if not 0 < args.top_p <= 1:
-        problems.append(f"--top-p {args.top_p} must be in (0, 1]")
-    problems_to_error(problems)
     return SamplingParams(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.printable import printable
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Switch, help_text, read, script_main
 from mem_agent.launch.shell import Value
@@ -134,11 +135,12 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
     problems.dry_run = settings.dry_run
     for name in conversion.skipped:
         print(
-            f"skip {name}: {Path(settings.out_root) / name} is already converted (it has config.json)", file=sys.stderr
+            printable(f"skip {name}: {Path(settings.out_root) / name} is already converted (it has config.json)"),
+            file=sys.stderr,
         )
     for name in conversion.redo:
         print(
-            f"redo {name}: {Path(settings.out_root) / name} has no config.json (an interrupted conversion)",
+            printable(f"redo {name}: {Path(settings.out_root) / name} has no config.json (an interrupted conversion)"),
             file=sys.stderr,
         )
     return {

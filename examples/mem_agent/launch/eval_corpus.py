@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from mem_agent.common.printable import printable, shell_line
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.evaluation.files import file_sha256
 from mem_agent.launch.hub_files import FetchError, fetch
@@ -25,9 +26,9 @@ HOTPOTQA_DEV_SHA256 = "4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359
 def download_corpus(root: Path, url: str, sha256: str, dry_run: bool) -> str:
     """root/hotpotqa_dev.json fetched and its sha256 checked (empty: not checked); the problem, or ""
     once it is there. A file that fails the check is never kept."""
-    print(f"{CORPUS_NAME}: downloading from {url}", flush=True)
+    print(printable(f"{CORPUS_NAME}: downloading from {url}"), flush=True)
     if dry_run:
-        print(f"  GET {url} -> {root / CORPUS_NAME}")
+        print(printable(f"  GET {url} -> {root / CORPUS_NAME}"))
         return ""
     root.mkdir(parents=True, exist_ok=True)
     descriptor, partial = tempfile.mkstemp(prefix=f"{CORPUS_NAME}.partial.", dir=root)
@@ -52,7 +53,7 @@ def copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
         same = target.resolve() == source.resolve() or file_sha256(target) == file_sha256(source)
         return "" if same else f"{target} exists and is not --build-from {source}: move it aside"
     if dry_run:
-        print(f"cp {source} {target}")
+        print(shell_line(["cp", source, target]))
         return ""
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)

@@ -19,7 +19,6 @@ those lengths with RAW as the corpus and copies RAW there.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.numbers import SEED_LIMIT
+from mem_agent.common.printable import printable, shell_line
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.evaluation.files import check_eval_file
@@ -92,7 +93,7 @@ class PrepareSettings(BaseModel):
         section=BUILD,
     )
     num_questions: int = setting(128, "Questions per built file.", env="NUM_QUESTIONS", section=BUILD, ge=1)
-    seed: int = setting(42, "Shuffle seed of the builder.", env="SEED", section=BUILD, ge=0)
+    seed: int = setting(42, "Shuffle seed of the builder.", env="SEED", section=BUILD, ge=0, le=SEED_LIMIT)
     dry_run: Switch = setting(
         False, "Print what would be fetched or built; fetch and build nothing.", env="DRY_RUN", section="Other"
     )
@@ -165,9 +166,9 @@ def _checked(path: Path, ready: str = "present", failed: str = "invalid") -> Sta
 def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
     name, root = f"eval_{n}.json", Path(settings.data_root)
     url = f"{settings.hf_endpoint.rstrip('/')}/datasets/{settings.hf_repo}/resolve/{settings.hf_revision}/{name}"
-    print(f"{name}: downloading from {settings.hf_endpoint} ({settings.hf_repo})", flush=True)
+    print(printable(f"{name}: downloading from {settings.hf_endpoint} ({settings.hf_repo})"), flush=True)
     if settings.dry_run:
-        print(f"  GET {url} -> {root / name}")
+        print(printable(f"  GET {url} -> {root / name}"))
         if token:
             print("  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only")
         return Status("missing")
@@ -204,7 +205,7 @@ def _build(settings: PrepareSettings, absent: list[str]) -> dict[str, Status]:
     ]
     command += ["--num-questions", str(settings.num_questions), "--seed", str(settings.seed), "--out-dir", str(root)]
     if settings.dry_run:
-        print(shlex.join(command))
+        print(shell_line(command))
         return {}
     root.mkdir(parents=True, exist_ok=True)
     if subprocess.run(command, check=False).returncode != 0:
@@ -219,10 +220,10 @@ def print_table(root: Path, status: dict[str, Status]) -> int:
     for n, entry in status.items():
         path = root / f"eval_{n}.json"
         size = _human(path.stat().st_size) if path.is_file() else "-"
-        print(row.format(n, entry.state, "-" if entry.items is None else entry.items, size, path))
+        print(printable(row.format(n, entry.state, "-" if entry.items is None else entry.items, size, path)))
     for n, entry in status.items():
         if entry.reason:
-            print(f"eval_{n}.json: {entry.reason}", file=sys.stderr)
+            print(printable(f"eval_{n}.json: {entry.reason}"), file=sys.stderr)
     not_ready = sum(entry.state not in READY for entry in status.values())
     if not_ready:
         advice = "Missing files: --download (Hub access) or --build-from RAW.json."

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer
+from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
 from mem_agent.common.safe_files import open_no_follow
 from mem_agent.common.usage import UsageError, split_command
@@ -39,26 +41,28 @@ class _Signalled(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mem_agent.launch eval-run", description=__doc__.splitlines()[0])
+    parser = command_parser(
+        "mem_agent.launch.eval_run", __doc__.splitlines()[0], prog="python -m mem_agent.launch eval-run"
+    )
     parser.add_argument("--python", required=True, help="the interpreter of the commands run (run-eval.sh's PYTHON)")
     parser.add_argument("--run-dir", required=True, help="OUTPUT_ROOT/SAVE_FILE: locked; server logs in servers/")
     parser.add_argument("--serving", choices=["demo", "url", "gpu", "cpu"], required=True)
     parser.add_argument("--left-to-run", default="?", help="items without a result; 0: nothing is served")
-    parser.add_argument("--serve-timeout", type=int, required=True, help="seconds to wait for health")
-    parser.add_argument("--stop-timeout", type=int, required=True, help="seconds from SIGTERM to SIGKILL")
+    parser.add_argument("--serve-timeout", type=integer(1), required=True, help="seconds to wait for health")
+    parser.add_argument("--stop-timeout", type=integer(1), required=True, help="seconds from SIGTERM to SIGKILL")
     parser.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
     parser.add_argument("--convert", metavar="SINGLE_ITER", help="run convert-to-hf.sh for this iteration first")
     parser.add_argument("--url", help="--serving url: the running server or router")
     parser.add_argument("--model", help="--serving cpu: the model folder the CPU stack serves")
-    parser.add_argument("--demo-questions", type=int, help="--serving demo: synthetic questions per length")
+    parser.add_argument("--demo-questions", type=integer(1), help="--serving demo: synthetic questions per length")
     parser.add_argument("--demo-lengths", nargs="+", default=[], help="--serving demo: the document counts")
     parser.add_argument("--gpus", default="", help="--serving gpu: the node's GPUs, comma-separated")
-    parser.add_argument("--dp", type=int, default=1)
-    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--dp", type=integer(1), default=1)
+    parser.add_argument("--tp", type=integer(1), default=1)
     parser.add_argument("--dp-mode", choices=["vllm", "router"], default="vllm")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--health-interval", type=int, default=5)
+    parser.add_argument("--port", type=integer(1, 65535), default=8000)
+    parser.add_argument("--health-interval", type=integer(1), default=5)
     parser.add_argument("--router", default="vllm-router", help="the vllm-router binary (DP_MODE=router)")
     return parser
 
@@ -76,24 +80,24 @@ class _Launch:
             if code := self._run("convert", convert):
                 return code
         elif args.left_to_run == "0":
-            print(f"nothing left to run in {args.run_dir}: every item has a result, so no server is started")
+            print(printable(f"nothing left to run in {args.run_dir}: every item has a result, so no server is started"))
             return self._run("evaluator", self.evaluate, locked=True)
         serve = {"demo": self._demo, "url": self._url, "gpu": self._gpus, "cpu": self._cpu}[args.serving]
         return serve()
 
     def _run(self, name: str, argv: Sequence[str], *, locked: bool = False) -> int:
         if self.args.dry_run:
-            print(shlex.join(argv))
+            print(shell_line(argv))
             return 0
         return self.group.run(name, argv, self.lock if locked else ())
 
     def _start(self, name: str, argv: Sequence[str]) -> ManagedProcess | None:
         if self.args.dry_run:
-            print(shlex.join(argv))
+            print(shell_line(argv))
             return None
         log = Path(self.args.run_dir) / "servers" / f"{name}.log"
         process = self.group.start(name, argv, log)
-        print(f"started {name} (pid {process.pid}, log {log})")
+        print(printable(f"started {name} (pid {process.pid}, log {log})"))
         return process
 
     def _healthy(self, process: ManagedProcess | None, url: str) -> None:
@@ -107,7 +111,7 @@ class _Launch:
         args = self.args
         layout = GpuLayout(tuple(args.gpus.split(",")), args.dp, args.tp, args.dp_mode, args.host, args.port)
         if args.dry_run:
-            print(f"dry run: {layout.describe()}")
+            print(printable(f"dry run: {layout.describe()}"))
         started = [(r, self._start(r.name, layout.server_command(r, self.serve))) for r in layout.replicas()]
         for replica, process in started:
             self._healthy(process, replica.url(args.host))
@@ -116,7 +120,7 @@ class _Launch:
         return self._run("evaluator", [*self.evaluate, "--url", layout.url], locked=True)
 
     def _cpu(self) -> int:
-        print(f"no GPU found: serving {self.args.model} with vLLM's CPU build (slow beyond small models)")
+        print(printable(f"no GPU found: serving {self.args.model} with vLLM's CPU build (slow beyond small models)"))
         return self._cpu_stack(["--model", self.args.model])
 
     def _cpu_stack(self, model: list[str]) -> int:
@@ -132,7 +136,7 @@ class _Launch:
         print("demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)")
         raw = f"{data}/synthetic_qa.json"
         if Path(raw).is_file():
-            print(f"demo: reusing {raw} (made by an earlier run)")
+            print(printable(f"demo: reusing {raw} (made by an earlier run)"))
         elif code := self._run(
             "synthetic_qa",
             [python, "-m", "mem_agent.synthetic_qa", "--out", raw, "--num-questions", str(4 * questions)],
@@ -141,7 +145,11 @@ class _Launch:
         reuse = [n for n in args.demo_lengths if Path(data, f"eval_{n}.json").is_file()]
         build = [n for n in args.demo_lengths if n not in reuse]
         if reuse:
-            print(f"demo: reusing {' '.join(f'eval_{n}.json' for n in reuse)} in {data} (made by an earlier run)")
+            print(
+                printable(
+                    f"demo: reusing {' '.join(f'eval_{n}.json' for n in reuse)} in {data} (made by an earlier run)"
+                )
+            )
         if build:
             # text layout at every length: the demo's synthetic set is too small a corpus for index files
             builder = [
@@ -181,10 +189,10 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
         launch.lock = (_hold_run_folder(Path(args.run_dir)),)
         return launch.execute()
     except UsageError as error:  # a held folder, a lock that is a link
-        print(f"error: {error}", file=sys.stderr)
+        print(printable(f"error: {error}"), file=sys.stderr)
         return 2
     except ServerStartError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(printable(f"error: {error}"), file=sys.stderr)
         return 1
     except _Signalled as signalled:
         return 128 + signalled.number

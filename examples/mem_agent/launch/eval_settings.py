@@ -21,10 +21,11 @@ from pydantic import AfterValidator, BaseModel
 
 from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
 from mem_agent.agent.ruler_scoring import MEMAGENT_SPLITS, RULER_LENGTHS, RULER_SPLITS
+from mem_agent.common.numbers import INT_LIMIT
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Switch
 from mem_agent.launch.serving import CPU_STACK_MODULE
-from mem_agent.settings.declared import ENV_MODEL_CONFIG, INT_LIMIT, setting
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
 
 RULER_HQA_LENGTHS = "50 100 200 400 800 1600 3200 6400"
 DEMO_LENGTHS = "50 200"

@@ -130,11 +130,10 @@ def _check_evaluator(own: list[str], extra: list[str], owners: dict[str, str], p
     try:
         try:
             request = parse_request([*own, *extra], raising=True)
-        except UsageError as error:  # argparse stops at its first mistake: the rest is checked without it
+        except UsageError as error:  # the rest is checked without the mistakes: EXTRA_EVAL_ARGS, a refused setting
             _report(error, owners, extra, problems)
-            if not extra:
-                return None
-            request = parse_request(own, raising=True)
+            refused = {flag for flag in owners if any(_mentions(problem, flag) for problem in error.problems)}
+            request = parse_request(_without(own, refused), raising=True)
         arguments = check_arguments(request)
         if problems.found:
             return None
@@ -144,6 +143,18 @@ def _check_evaluator(own: list[str], extra: list[str], owners: dict[str, str], p
         if not problems.found or str(error) not in problems.found[-1]:  # not the parser's mistake once more
             _report(error, owners, extra, problems)
         return None
+
+
+def _without(words: list[str], flags: set[str]) -> list[str]:
+    """`words` less each of `flags` and the value after it."""
+    kept: list[str] = []
+    skip = False
+    for word in words:
+        if skip or word in flags:
+            skip = not skip
+            continue
+        kept.append(word)
+    return kept
 
 
 def _report(error: Exception, owners: dict[str, str], extra: Sequence[str], problems: Problems) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from mem_agent.common.printable import printable
+
 
 class LaunchRefused(Exception):
     """The launch cannot start; `problems` says why, one line each."""
@@ -68,7 +70,7 @@ class Problems:
                 file=out,
             )
             for text in self.warnings:
-                print(f"  - {text}", file=out)
+                print(f"  - {printable(text)}", file=out)
             self.warnings = []
         if self.found:
             raise LaunchRefused(self.found)
@@ -97,6 +99,6 @@ def port_in_use(port: int) -> bool:
 
 def refusal_text(refused: LaunchRefused) -> str:
     lines = [f"error: cannot start, {len(refused.problems)} problem(s):"]
-    lines += [f"  - {text}" for text in refused.problems]
+    lines += [f"  - {printable(text)}" for text in refused.problems]
     lines.append("nothing was started; see --help for every setting")
     return "\n".join(lines)

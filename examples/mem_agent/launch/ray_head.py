@@ -17,7 +17,6 @@ head without a keeper: it outlives the launch by design.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import os
@@ -29,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer, number
 from mem_agent.common.usage import split_command
 from mem_agent.serving.processes import living_processes
 
@@ -87,8 +88,8 @@ def signal_on_parent_death(number: int) -> Callable[[], None] | None:
 def keep(argv: Sequence[str], *, parent: int, grace_s: float, log_path: Path, cwd: Path) -> int:
     """The keeper: start the head, print its pid, stop its session when asked or when `parent` is gone."""
     asked: list[int] = []
-    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(number, lambda signum, frame: asked.append(signum))
+    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(stop, lambda signum, frame: asked.append(signum))
     if os.getppid() != parent:
         return 1
     try:
@@ -175,9 +176,9 @@ def start_head(argv: Sequence[str], *, log_path: Path, cwd: Path, grace_s: float
 def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     """`python -m mem_agent.launch ray-head --parent PID --grace S --log FILE --cwd DIR -- ray start ...`"""
     options, command = split_command(list(argv))
-    parser = argparse.ArgumentParser(prog="python -m mem_agent.launch ray-head")
-    parser.add_argument("--parent", type=int, required=True, help="the launcher's PID: its end stops the head")
-    parser.add_argument("--grace", type=float, required=True, help="seconds from SIGTERM to SIGKILL")
+    parser = command_parser("mem_agent.launch.ray_head", prog="python -m mem_agent.launch ray-head")
+    parser.add_argument("--parent", type=integer(1), required=True, help="the launcher's PID: its end stops the head")
+    parser.add_argument("--grace", type=number(0), required=True, help="seconds from SIGTERM to SIGKILL")
     parser.add_argument("--log", type=Path, required=True, help="the head's log file")
     parser.add_argument("--cwd", type=Path, required=True, help="the folder the head is started from")
     args = parser.parse_args(options)

@@ -20,6 +20,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import number, parse_switch
 from mem_agent.common.usage import split_command
 from mem_agent.launch.ray_head import HeadStartError, RayHead, signal_on_parent_death, start_head
 from mem_agent.serving.processes import log_tail
@@ -112,14 +114,16 @@ def _raise_stopped(number: int, frame: object) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m mem_agent.launch ray-job")
+    parser = command_parser("mem_agent.launch.ray_job", prog="python -m mem_agent.launch ray-job")
     parser.add_argument("--address", required=True, help="the Ray job API's URL")
     parser.add_argument("--submission-id", required=True, help="the job's id")
     parser.add_argument("--save-path", type=Path, required=True, help="the run's save folder (the head's log)")
     parser.add_argument("--head-dir", type=Path, required=True, help="the folder the head is started from")
-    parser.add_argument("--keep-head", type=int, choices=(0, 1), required=True, help="1: leave the head running")
-    parser.add_argument("--start-timeout", type=float, required=True, help="seconds for the job API to answer")
-    parser.add_argument("--stop-timeout", type=float, required=True, help="seconds from SIGTERM to SIGKILL")
+    parser.add_argument("--keep-head", type=parse_switch, required=True, help="1: leave the head running (0 or 1)")
+    parser.add_argument(
+        "--start-timeout", type=number(0, above=True), required=True, help="seconds for the job API to answer"
+    )
+    parser.add_argument("--stop-timeout", type=number(0), required=True, help="seconds from SIGTERM to SIGKILL")
     return parser
 
 
@@ -130,8 +134,8 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     if not job_argv:
         print("error: give the head's command (or nothing) and the job's, each after --", file=sys.stderr)
         return 2
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, _raise_stopped)
+    for stop in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(stop, _raise_stopped)
     try:
         launch(args, head_argv, job_argv)
     except (LaunchFailed, HeadStartError) as error:

@@ -17,6 +17,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator
 
+from mem_agent.common.numbers import parse_switch
 from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
 from mem_agent.launch.shell import Value, assignments
 from mem_agent.settings.declared import (
@@ -34,11 +35,9 @@ _REFERENCE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 
 
 def _zero_or_one(value: Any) -> Any:
-    """A script's switch is 0 or 1, so `DRY_RUN=yes` is refused rather than guessed at (pydantic's
-    bool alone would take yes/on/true; the MEM_* switches, read by the package, do take them)."""
-    if isinstance(value, str) and value not in ("0", "1"):
-        raise ValueError("not 0 or 1")
-    return value
+    """A script's switch is 0 or 1 (common/numbers.py), so `DRY_RUN=yes` is refused rather than guessed
+    at (pydantic's bool alone would take yes/on/true; the MEM_* switches, read by the package, do take them)."""
+    return parse_switch(value) if isinstance(value, str) else value
 
 
 Switch = Annotated[bool, BeforeValidator(_zero_or_one)]

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.printable import printable
 from mem_agent.launch.train_settings import TrainSettings
 from mem_agent.settings.config import ENV_NAMES
 from mem_agent.settings.report import settings_lines
@@ -103,11 +104,13 @@ def summary_lines(plan: TrainPlan, environ: Mapping[str, str]) -> list[str]:
 
 
 def print_summary(plan: TrainPlan, environ: Mapping[str, str]) -> None:
-    print("\n".join(summary_lines(plan, environ)), file=sys.stderr)
+    print("\n".join(map(printable, summary_lines(plan, environ))), file=sys.stderr)
 
 
 def print_join_line(settings: TrainSettings) -> None:
     print(
-        f"joining the Ray cluster at {settings.master_addr}:{settings.ray_port}; Ctrl-C (or SIGTERM) leaves it",
+        printable(
+            f"joining the Ray cluster at {settings.master_addr}:{settings.ray_port}; Ctrl-C (or SIGTERM) leaves it"
+        ),
         file=sys.stderr,
     )

@@ -294,8 +294,6 @@ def _comparable_runs(request: ComparisonRequest) -> tuple[list[EvalRun], list[st
         raise UsageError("give two or more runs to compare")
     if request.labels is not None and len(request.labels) != len(request.runs):
         raise UsageError(f"--labels names {len(request.labels)} runs but {len(request.runs)} were given")
-    if request.resamples <= 0:
-        raise UsageError(f"--resamples {request.resamples} must be a positive integer")
     labels = request.labels or [None] * len(request.runs)
     notes: list[str] = []
     runs = [load_eval_run(path, label, notes) for path, label in zip(request.runs, labels, strict=True)]

@@ -31,13 +31,10 @@ class PageRequest:
 
 
 def write_run_page(request: PageRequest) -> None:
-    """Write the page and print what it holds. UsageError: a limit that is not positive, an output
-    that is a folder, an input or a run's data file, an existing file not ours (without force), a run
-    that cannot be read, or a choice it cannot meet (an unknown outcome or length); OSError: the page
-    could not be written."""
-    for flag, value in (("--max-items", request.limits.max_items), ("--max-turns", request.limits.max_turns)):
-        if value <= 0:
-            raise UsageError(f"{flag} {value} must be a positive integer")
+    """Write the page and print what it holds. UsageError: an output that is a folder, an input or a
+    run's data file, an existing file not ours (without force), a run that cannot be read, or a choice
+    it cannot meet (an unknown outcome or length); OSError: the page could not be written. The limits
+    are positive (view's flags)."""
     if request.output.is_dir():
         raise UsageError(f"--output {request.output} is a folder, not a file")
     check_output_path(request.output, _inputs(request.run), flag="--output", ours=is_page, force=request.force)

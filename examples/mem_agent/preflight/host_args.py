@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mem_agent.common.console import command_parser
 from mem_agent.preflight import engines
 from mem_agent.preflight.failures import CheckFailed, where
 from mem_agent.preflight.launch import Group, Launch
@@ -78,7 +79,7 @@ def _kind(values: list[str]) -> type:
 
 def megatron_stand_in(flags: dict[str, list[str]]) -> argparse.ArgumentParser:
     """A parser that stores `flags` as Megatron's would, each typed as its values read."""
-    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False, conflict_handler="resolve")
+    parser = command_parser("train", prog="train.py", add_help=False, conflict_handler="resolve")
     for flag, values in flags.items():
         if not values:
             parser.add_argument(flag, action="store_true")

@@ -55,13 +55,6 @@ def detect_host(root: Path) -> Host:
     return Host(found[0], root.resolve())
 
 
-def check_sizes(options: PreflightOptions) -> None:
-    if min(options.num_prompts, options.n_samples, options.dp_size) < 1:
-        raise UsageError("--num-prompts, --n-samples and --dp-size must be positive integers")
-    if not options.import_timeout > 0:
-        raise UsageError(f"--import-timeout {options.import_timeout:g} must be a positive number of seconds")
-
-
 def host_flag_words(items: list[str]) -> list[str]:
     """`--host-flag reward_key="score"` as the words a command line has: `--reward-key score`."""
     words: list[str] = []

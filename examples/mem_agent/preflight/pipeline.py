@@ -27,7 +27,6 @@ from mem_agent.preflight.launch import Group, Launch, Scale, read_launch
 from mem_agent.preflight.options import (
     Host,
     PreflightOptions,
-    check_sizes,
     detect_host,
     host_flag_words,
     router_address,
@@ -80,7 +79,6 @@ def _pass_line(host: Host, options: PreflightOptions, launch: Launch, report: St
 def run_preflight(options: PreflightOptions, progress: Callable[[str], None] = _to_stderr) -> str:
     """The PASS line; raises UsageError for a user's mistake and CheckFailed for an incompatibility."""
     host = detect_host(options.trainer_root.expanduser())
-    check_sizes(options)
     host_flags = host_flag_words(options.host_flag)
     router = router_address(options.url) if options.url else None
     progress(

@@ -37,6 +37,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from mem_agent.common.console import command_parser
+from mem_agent.common.numbers import integer, number
 from mem_agent.common.usage import split_command
 from mem_agent.serving.processes import running_in_group
 
@@ -52,8 +54,8 @@ def run_tethered(argv: Sequence[str], parent: int, grace_s: float) -> int:
     if os.getpgrp() != os.getpid():
         os.setpgid(0, 0)  # stopping "our group" must never reach the caller's group
     received: list[int] = []
-    for number in _STOP_SIGNALS:
-        signal.signal(number, lambda signum, frame: received.append(signum))
+    for stop in _STOP_SIGNALS:
+        signal.signal(stop, lambda signum, frame: received.append(signum))
     if os.getppid() != parent:
         print(f"tether: parent {parent} is gone before {argv[0]} started: not starting it", file=sys.stderr)
         return 1
@@ -61,8 +63,8 @@ def run_tethered(argv: Sequence[str], parent: int, grace_s: float) -> int:
     passed_on = 0
     while child.poll() is None:
         time.sleep(POLL_S)
-        for number in received[passed_on:]:
-            _signal_others(number)
+        for stop in received[passed_on:]:
+            _signal_others(stop)
         passed_on = len(received)
         if os.getppid() != parent:
             print(
@@ -120,14 +122,14 @@ def _die_with_tether(tether: int):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m mem_agent.serving.tether",
+    parser = command_parser(
+        "mem_agent.serving.tether",
         description="Run COMMAND in its own process group, stopped with it when process --parent is gone.",
     )
-    parser.add_argument("--parent", type=int, required=True, help="PID whose end stops the command (required)")
+    parser.add_argument("--parent", type=integer(1), required=True, help="PID whose end stops the command (required)")
     parser.add_argument(
         "--grace",
-        type=float,
+        type=number(0),
         default=30.0,
         help="seconds between SIGTERM and SIGKILL once the parent is gone (default: %(default)s)",
     )
@@ -137,11 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv, command = split_command(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    problem = "" if command else "no command: give it after --"
-    if args.parent <= 0 or args.grace < 0:
-        problem = f"--parent {args.parent} must be a PID (> 0) and --grace {args.grace} seconds (>= 0)"
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
+    if not command:
+        print("error: no command: give it after --", file=sys.stderr)
         return 2
     return run_tethered(command, args.parent, args.grace)
 

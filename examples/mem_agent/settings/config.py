@@ -23,11 +23,11 @@ from mem_agent.settings.declared import (
     ENV_MODEL_CONFIG,
     SettingsError,
     env_name,
-    env_values,
     problems_of,
     setting,
     settings_table,
     shapes_answers,
+    split_env,
 )
 from mem_agent.templates.template_file import PromptFile, PromptFileError, load_prompt_file
 
@@ -207,15 +207,18 @@ class MemAgentConfig(BaseModel):
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MemAgentConfig:
         """Settings from `environ` (default: the process environment); `overrides` win over both."""
         environ = os.environ if environ is None else environ
-        try:
-            values = env_values(cls, environ) | overrides
-        except SettingsError as error:
-            raise ConfigError(error.problems) from None
+        values, refused = split_env(cls, environ)  # a refused variable is left out, so its default stands in
+        values |= overrides
         mode = values.get("mode", AgentMode.MEMAGENT)
         mode = AgentMode(mode) if mode in {m.value for m in AgentMode} else mode
         for name, value in MODE_DEFAULTS.get(mode, {}).items():  # below the user's values
             values.setdefault(name, value)
-        config = cls(**values)
+        try:
+            config = cls(**values)
+        except ConfigError as error:  # every problem at once: the refused variables' and the rest
+            raise ConfigError([*refused, *error.problems]) from None
+        if refused:
+            raise ConfigError(refused)
         if mode == AgentMode.MEMAGENT and "max_final_tokens" not in values:  # MemAgent's final turn has the
             config = config.replaced(max_final_tokens=config.max_memory_tokens)  # memory turns' limit
         return config

@@ -9,18 +9,33 @@ because callers read a given mapping (a Ray job's env, a test's dict) and constr
 code, where BaseSettings would read the process environment in every constructor.
 
 Messages follow one shape, `NAME=value must be <what> (default <default>)`, and every problem is
-reported at once, so a person fixes them all in one go.
+reported at once, so a person fixes them all in one go. A number is read by common/numbers.py's
+rules, the ones every flag's number is read by, so `MEM_CHUNK_TOKENS=1_000` and `--chunk-tokens
+1_000` are refused alike; a flag that sets a field takes its bounds from the field (`flag_type`).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
+
+from mem_agent.common.numbers import (
+    INT_LIMIT,
+    NumberError,
+    describe_integer,
+    describe_number,
+    integer,
+    number,
+    parse_integer,
+    parse_number,
+)
+from mem_agent.common.printable import printable
 
 # Shared by every settings model: immutable, built by field name in code or by variable name from the
 # environment, unknown keys refused, surrounding blanks ignored, infinities and NaN refused.
@@ -32,9 +47,8 @@ ENV_MODEL_CONFIG = ConfigDict(
     str_strip_whitespace=True,
     allow_inf_nan=False,
 )
-# No integer setting may exceed what every server and router parses as a token count or a size.
-INT_LIMIT = 2**31 - 1
 _LINE_BREAKS = ("\n", "\r", "\0")
+_SHOWN_VALUE = 200  # characters of a value a message echoes back
 
 
 class SettingsError(ValueError):
@@ -90,23 +104,11 @@ def extra_of(info: FieldInfo) -> dict[str, Any]:
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_env(model: type[M], environ: Mapping[str, str], **overrides: Any) -> M:
-    """`model` from the variables of `environ` it declares (an empty value means the default), with
-    `overrides` (by field name) winning; every problem at once as a SettingsError."""
-    return build(model, env_values(model, environ) | overrides)
-
-
-def env_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
-    """The non-empty values `environ` gives for `model`'s variables, by field name; a value holding a
-    line break is refused here, before it could split a command line further on."""
-    values, problems = split_env(model, environ)
-    if problems:
-        raise SettingsError(problems)
-    return values
-
-
 def split_env(model: type[BaseModel], environ: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
-    """`env_values` that also returns the refused variables' problems instead of raising."""
+    """The non-empty values `environ` gives for `model`'s variables, by field name, numbers read (by
+    common/numbers.py's rules); and the problems of the variables refused here: a value holding a line
+    break (before it could split a command line further on), a number spelt otherwise or beyond
+    INT_LIMIT. A field's own bounds are the model's to check, with every other problem."""
     values: dict[str, Any] = {}
     problems = []
     for name, info in model.model_fields.items():
@@ -117,8 +119,38 @@ def split_env(model: type[BaseModel], environ: Mapping[str, str]) -> tuple[dict[
             problems.append(f"{env_name(info)} holds a line break: give its value on one line")
             continue
         raw = raw.strip()
-        values[name] = raw.lower() if _enum_type(info) else raw
+        try:
+            values[name] = _read_value(info, raw)
+        except NumberError as error:
+            value = f"{env_name(info)}={printable(raw, _SHOWN_VALUE)}"
+            if error.beyond_limit:
+                problems.append(f"{value} {error}")
+            else:
+                problems.append(f"{value} must be {describe(info)} (default {shown_default(info)})")
     return values, problems
+
+
+def _read_value(info: FieldInfo, raw: str) -> str:
+    """`raw`, once a number field's text passes the rules every number is read by (within INT_LIMIT,
+    or the field's wider bound). The text goes on as written, so a message about its bounds shows it
+    as typed; pydantic reads any text these rules accept as the same number."""
+    kind = _number_type(info)
+    low, high, _ = _range(info)
+    if kind is int:
+        parse_integer(raw, min(int(low), -INT_LIMIT), max(int(high), INT_LIMIT))
+    elif kind is float:
+        parse_number(raw, min(low, -INT_LIMIT), max(high, INT_LIMIT))
+    return raw.lower() if _enum_type(info) else raw
+
+
+def flag_type(model: type[BaseModel], field: str) -> Callable[[str], int | float]:
+    """The argparse type of a flag that sets `field` of `model`: the field's number, within its bounds,
+    so the flag and the variable pass and fail alike."""
+    info = model.model_fields[field]
+    low, high, above = _range(info)
+    if _number_type(info) is int:
+        return integer(int(low), int(high))
+    return number(low, high, above=above)
 
 
 def build(model: type[M], values: Mapping[str, Any]) -> M:
@@ -157,26 +189,11 @@ def describe(info: FieldInfo) -> str:
         return "one of " + ", ".join(str(member.value) for member in kind)
     if info.annotation is bool:
         return "0 or 1"
-    bounds = {type(item).__name__.lower(): getattr(item, type(item).__name__.lower()) for item in _bounds(info)}
-    if bounds.get("le") == INT_LIMIT:  # the limit every integer has: not worth a word
-        del bounds["le"]
-    if info.annotation is int:
-        if bounds.get("ge") == 1 or bounds.get("gt") == 0:
-            return "a positive integer"
-        if bounds.get("ge") is not None:
-            return f"an integer >= {bounds['ge']}"
-        return "an integer"
-    if info.annotation is float:
-        low = bounds.get("ge", bounds.get("gt"))
-        if "le" in bounds and "gt" in bounds:
-            return f"a number above {_number(low)} and at most {_number(bounds['le'])}"
-        if "le" in bounds:
-            return f"a number between {_number(low)} and {_number(bounds['le'])}"
-        if "gt" in bounds:
-            return "a positive number" if bounds["gt"] == 0 else f"a number above {_number(bounds['gt'])}"
-        if "ge" in bounds:
-            return f"a number >= {_number(bounds['ge'])}"
-        return "a number"
+    low, high, above = _range(info)
+    if _number_type(info) is int:
+        return describe_integer(int(low), int(high))
+    if _number_type(info) is float:
+        return describe_number(low, high, above=above)
     return "text"
 
 
@@ -197,14 +214,30 @@ def _enum_type(info: FieldInfo) -> type[enum.Enum] | None:
     return kind if isinstance(kind, type) and issubclass(kind, enum.Enum) else None
 
 
-def _bounds(info: FieldInfo) -> list[Any]:
-    return [
-        item for item in info.metadata if isinstance(item, annotated_types.Ge | annotated_types.Gt | annotated_types.Le)
-    ]
+def _number_type(info: FieldInfo) -> type | None:
+    """int or float for a number field (`int`, `float | None`), else None."""
+    kind = info.annotation
+    if get_origin(kind) in (Union, types.UnionType):
+        kinds = [arg for arg in get_args(kind) if arg is not type(None)]
+        kind = kinds[0] if len(kinds) == 1 else None
+    return kind if kind in (int, float) else None
 
 
-def _number(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+def _range(info: FieldInfo) -> tuple[float, float, bool]:
+    """(low, high, whether low is excluded) of a number field; INT_LIMIT where it declares none."""
+    low: float = -INT_LIMIT
+    high: float = INT_LIMIT
+    above = False
+    for item in info.metadata:
+        if isinstance(item, annotated_types.Ge):
+            low = item.ge  # type: ignore[assignment]
+        elif isinstance(item, annotated_types.Gt):
+            low, above = item.gt, True  # type: ignore[assignment]
+        elif isinstance(item, annotated_types.Le):
+            high = item.le  # type: ignore[assignment]
+    if above and _number_type(info) is int:  # an integer above n is one from n + 1
+        low, above = low + 1, False
+    return low, high, above
 
 
 def _shown(value: Any) -> str:
@@ -214,4 +247,4 @@ def _shown(value: Any) -> str:
         return "1" if value else "0"
     if isinstance(value, enum.Enum):
         return str(value.value)
-    return str(value) if value != "" else '""'
+    return printable(str(value), _SHOWN_VALUE) if value != "" else '""'

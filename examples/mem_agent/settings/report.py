@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from mem_agent.common.printable import printable
 from mem_agent.settings.config import ENV_NAMES, MODE_DEFAULTS, AgentMode, MemAgentConfig
 
 
@@ -49,4 +50,4 @@ def _shown(value: object) -> str:
         return "1" if value else "0"
     if value == "":
         return '"" (built-in prompts)'
-    return str(value)
+    return printable(str(value))
