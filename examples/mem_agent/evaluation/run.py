@@ -33,7 +33,7 @@ from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.paths import inside
 from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory
+from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory, WriteFailed
 from mem_agent.evaluation.files import EvalFile
 from mem_agent.evaluation.model_facts import model_facts
 from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
@@ -159,6 +159,13 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
         evaluator, seconds = asyncio.run(_evaluate_all(request, run, on_trajectory))
     except DataFormatError as error:  # a data file that breaks mid-run
         raise UsageError(str(error)) from None
+    except WriteFailed as error:  # nothing more is evaluated that could not be kept
+        kept = sum(len(store.done) for store in run.stores.values())
+        print(
+            f"error: {error}; stopped with {kept} finished result(s) kept: run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 1
     reports = [_report(request, file, store, run.plan.expected[file]) for file, store in run.stores.items()]
     reused = sum(store.report.kept for store in run.stores.values())
     facts = {"started": started, "items_run": evaluator.finished, "items_reused": reused}
