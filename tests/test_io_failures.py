@@ -16,6 +16,7 @@ import pytest
 
 from mem_agent import eval_ruler_hqa
 from mem_agent.evaluation.results import read_results
+from mem_agent.evaluation.reuse import RECORD_NAME
 from support.instant_server import InstantServer
 from support.trajectory_runs import evaluation_run
 
@@ -55,10 +56,14 @@ def test_an_evaluation_that_runs_out_of_disk_stops_in_one_line_and_resumes(make_
     assert probe.returncode in (0, 1), probe.stderr[-2000:]
     lines = read_results(tmp_path / "probe" / "results_6.jsonl")
     assert server.requests == REQUESTS_PER_ITEM * len(lines) == REQUESTS_PER_ITEM * 8
-    line_bytes = (tmp_path / "probe" / "results_6.jsonl").stat().st_size / len(lines)
+    # Room for the record of the settings (written first, the same size in every folder) and for
+    # part of the results: the run stops at a results line.
+    results_bytes = (tmp_path / "probe" / "results_6.jsonl").stat().st_size
+    limit = (tmp_path / "probe" / RECORD_NAME).stat().st_size + results_bytes // 16
+    assert limit < results_bytes * 3 // 4
     out = tmp_path / "run"
     server.requests = 0
-    stopped = _limited("mem_agent.eval_ruler_hqa", [*argv, "--output-dir", str(out)], int(line_bytes * 2.5))
+    stopped = _limited("mem_agent.eval_ruler_hqa", [*argv, "--output-dir", str(out)], limit)
     assert stopped.returncode == 1, stopped.stderr[-2000:]
     errors = [line for line in stopped.stderr.splitlines() if line.startswith("error: ")]  # beside the progress bar
     assert len(errors) == 1 and "results_6.jsonl" in errors[0], stopped.stderr
@@ -70,6 +75,18 @@ def test_an_evaluation_that_runs_out_of_disk_stops_in_one_line_and_resumes(make_
     assert resumed.returncode in (0, 1), resumed.stderr[-2000:]
     ids = [record["id"] for record in read_results(out / "results_6.jsonl")]
     assert sorted(ids) == sorted(set(ids)) and len(ids) == 8 and set(kept) <= set(ids)
+
+
+def test_an_evaluation_that_cannot_record_its_settings_evaluates_nothing(make_eval_files, server, tmp_path):
+    """The record of the settings is written before the first request: a disk too full for it stops
+    the run in one line naming it, with no question sent."""
+    data_root = make_eval_files(6, questions=2)
+    argv = ["--data-root", str(data_root), "--lengths", "6", "--url", server.url, *ONE_AT_A_TIME]
+    stopped = _limited("mem_agent.eval_ruler_hqa", [*argv, "--output-dir", str(tmp_path / "run")], 512)
+    assert stopped.returncode == 1, stopped.stderr[-2000:]
+    errors = [line for line in stopped.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and RECORD_NAME in errors[0] and "Traceback" not in stopped.stderr, stopped.stderr
+    assert server.requests == 0 and not (tmp_path / "run" / "results_6.jsonl").exists()
 
 
 @pytest.mark.parametrize("replacement", ["folder", "link"])
