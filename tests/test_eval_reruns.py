@@ -120,22 +120,27 @@ def test_reuse_compares_the_older_all_strings_layout_with_typed_values(tmp_path)
     assert reuse_problems(old, changed) == ["config.chunk_tokens 256 -> 512", "config.mode memagent -> rememr1"]
 
 
-def test_results_whose_settings_are_unknown_are_refused_by_the_run_and_its_check(
+def test_a_killed_run_is_resumed_by_its_record_and_results_of_unknown_settings_are_refused(
     instant_server, data_root, tmp_path, capsys
 ):
-    """A run killed before it wrote a report (here: its record and summary.json removed) leaves
-    results of unknown settings: a run with other settings must not reuse them. The check and the
-    run refuse them in one line naming the file and --force, and leave them as they are."""
+    """A run killed before its report (here: its summary.json removed) leaves its record: a rerun
+    with the same settings resumes, one with other settings is refused naming the change. Without
+    the record (an older version's run killed before summary.json) the results' settings are
+    unknown: the check and the run refuse them in one line naming the file and --force, and leave
+    them as they are."""
     assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
+    (tmp_path / "summary.json").unlink()
+    capsys.readouterr()
+    assert _evaluate(instant_server, data_root, tmp_path, "--max-memory", "32") == 2
+    assert "config.max_memory_tokens 16 -> 32" in capsys.readouterr().err
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "2") == 0
+    assert _summary(tmp_path)["results"][0]["reused"] == 1
     (tmp_path / RECORD_NAME).unlink()
     (tmp_path / "summary.json").unlink()
     before = (tmp_path / "results_6.jsonl").read_bytes()
     capsys.readouterr()
-    check = [*_check_argv(instant_server, data_root, tmp_path), *FAST, "--no-plot", "--max-memory", "32"]
-    for command in (
-        lambda: eval_ruler_hqa.main(check),
-        lambda: _evaluate(instant_server, data_root, tmp_path, "--max-memory", "32"),
-    ):
+    check = [*_check_argv(instant_server, data_root, tmp_path), *FAST, "--no-plot"]
+    for command in (lambda: eval_ruler_hqa.main(check), lambda: _evaluate(instant_server, data_root, tmp_path)):
         code, err = command(), capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and "results_6.jsonl" in err and "--force" in err, err
     assert (tmp_path / "results_6.jsonl").read_bytes() == before
