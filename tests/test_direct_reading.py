@@ -165,12 +165,25 @@ def _template_file(path: Path) -> Path:
     return write_template_file(path)
 
 
-def test_the_check_flag_refuses_a_template_file_with_direct_mode_before_a_server_starts(tmp_path, capsys):
+def test_the_check_flag_refuses_a_template_file_with_direct_mode_before_a_server_starts(tokenizer, tmp_path, capsys):
     template = str(_template_file(tmp_path / "prompts.toml"))
     argv = ["--check", "--mode", "direct", "--prompts", template, "--output-dir", str(tmp_path / "out")]
     assert eval_ruler_hqa.main(argv) == 2
     assert "--mode direct reads with its own prompt" in capsys.readouterr().err
-    assert eval_ruler_hqa.main(["--check", "--mode", "direct", "--output-dir", str(tmp_path / "out")]) == 0
+    data = _eval_file(tmp_path / "data" / "eval_7.json", tokenizer)
+    argv = [
+        "--check",
+        "--mode",
+        "direct",
+        "--context-window",
+        "1024",
+        "--max-final",
+        "16",
+        "--data",
+        str(data),
+        "--no-plot",
+    ]
+    assert eval_ruler_hqa.main([*argv, "--url", "http://127.0.0.1:9", "--output-dir", str(tmp_path / "out")]) == 0
 
 
 @pytest.mark.parametrize(

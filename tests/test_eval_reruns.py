@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from mem_agent import eval_ruler_hqa
-from mem_agent.evaluation.reporting import check_reuse, reuse_problems
 from mem_agent.evaluation.results import read_results
+from mem_agent.evaluation.reuse import RECORD_NAME, check_reuse, reuse_problems
 from mem_agent.templates import template_file as prompt_file
 from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
+from support.folder_holder import start_holder
+from support.instant_server import InstantServer
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm"]
 
@@ -93,9 +96,9 @@ def test_answers_of_other_built_in_wording_are_refused(instant_server, data_root
     assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     recorded = _summary(tmp_path)["run"]["prompts"]
     assert recorded["kind"] == "built-in" and len(recorded["sha256"]) == 64
-    older = _summary(tmp_path)
-    older["run"]["prompts"]["sha256"] = "0" * 64
-    (tmp_path / "summary.json").write_text(json.dumps(older))
+    record = json.loads((tmp_path / "run.json").read_text())
+    record["facts"]["prompts"]["sha256"] = "0" * 64
+    (tmp_path / "run.json").write_text(json.dumps(record))
     before = (tmp_path / "results_6.jsonl").read_text()
     capsys.readouterr()
     assert _evaluate(instant_server, data_root, tmp_path) == 2
@@ -103,12 +106,17 @@ def test_answers_of_other_built_in_wording_are_refused(instant_server, data_root
     assert (tmp_path / "results_6.jsonl").read_text() == before
 
 
+def _check_argv(server: str, data_root: Path, out: Path) -> list[str]:
+    """The arguments of `_evaluate`'s run, with --check."""
+    return ["--data-root", str(data_root), "--lengths", "6", "--output-dir", str(out), "--url", server, "--check"]
+
+
 def test_the_check_flag_refuses_the_same_mismatch_without_a_server(instant_server, data_root, tmp_path, capsys):
     """run-eval.sh's check runs the same (evaluation/run_plan.left_to_run) before it serves, so a mismatch
     costs no server start."""
     assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
     before = sorted(p.name for p in tmp_path.iterdir())
-    check = ["--output-dir", str(tmp_path), "--check", *FAST]
+    check = [*_check_argv(instant_server, data_root, tmp_path), *FAST, "--no-plot"]
     assert eval_ruler_hqa.main(check) == 0
     assert eval_ruler_hqa.main([*check, "--max-final", "4"]) == 2
     assert "config.max_final_tokens 8 -> 4" in capsys.readouterr().err
@@ -117,20 +125,81 @@ def test_the_check_flag_refuses_the_same_mismatch_without_a_server(instant_serve
 
 
 def test_reuse_compares_the_older_all_strings_layout_with_typed_values(tmp_path):
-    """summary.json files written before values were typed still let their results be reused."""
+    """summary.json files written before values were typed (and before run.json) still let the
+    results of their cells be reused."""
     (tmp_path / "results_6.jsonl").write_text('{"id": "0", "status": "completed"}\n')
     old = {"config": {"chunk_tokens": "256", "thinking": "False", "mode": "memagent"}, "sampling": {"seed": None}}
-    (tmp_path / "summary.json").write_text(json.dumps({"results": [], "run": old}))
+    (tmp_path / "summary.json").write_text(json.dumps({"results": [{"label": "6"}], "run": old}))
     now = {"config": {"chunk_tokens": 256, "thinking": False, "mode": "memagent"}, "sampling": {"seed": None}}
-    assert check_reuse(tmp_path, now) == [old]
+    assert check_reuse(tmp_path, now, ["results_6.jsonl"]) == [old]
     changed = {"config": {"chunk_tokens": 512, "thinking": False, "mode": "rememr1"}}
     assert reuse_problems(old, changed) == ["config.chunk_tokens 256 -> 512", "config.mode memagent -> rememr1"]
 
 
-def test_results_without_a_summary_are_reused_with_a_note(tmp_path, capsys):
-    (tmp_path / "results_6.jsonl").write_text('{"id": "0", "status": "completed"}\n')
-    assert check_reuse(tmp_path, {"config": {}}) == []
-    assert "holds results but no summary.json" in capsys.readouterr().out
+def test_a_killed_run_is_resumed_by_its_record_and_results_of_unknown_settings_are_refused(
+    instant_server, data_root, tmp_path, capsys
+):
+    """A run killed before its report (here: its summary.json removed) leaves its record: a rerun
+    with the same settings resumes, one with other settings is refused naming the change. Without
+    the record (an older version's run killed before summary.json) the results' settings are
+    unknown: the check and the run refuse them in one line naming the file and --force, and leave
+    them as they are."""
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "1") == 0
+    (tmp_path / "summary.json").unlink()
+    capsys.readouterr()
+    assert _evaluate(instant_server, data_root, tmp_path, "--max-memory", "32") == 2
+    assert "config.max_memory_tokens 16 -> 32" in capsys.readouterr().err
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "2") == 0
+    assert _summary(tmp_path)["results"][0]["reused"] == 1
+    (tmp_path / RECORD_NAME).unlink()
+    (tmp_path / "summary.json").unlink()
+    before = (tmp_path / "results_6.jsonl").read_bytes()
+    capsys.readouterr()
+    check = [*_check_argv(instant_server, data_root, tmp_path), *FAST, "--no-plot"]
+    for command in (lambda: eval_ruler_hqa.main(check), lambda: _evaluate(instant_server, data_root, tmp_path)):
+        code, err = command(), capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "results_6.jsonl" in err and "--force" in err, err
+    assert (tmp_path / "results_6.jsonl").read_bytes() == before
+    assert _evaluate(instant_server, data_root, tmp_path, "--max-memory", "32", "--force") == 0
+    assert len(read_results(tmp_path / "results_6.jsonl")) == 3
+
+
+def test_the_settings_are_recorded_before_the_first_result(data_root, tmp_path):
+    """A run killed after its first result still says what its results were made with: run.json is
+    there, with the answer-shaping settings, before the first request is answered."""
+    out = tmp_path / "out"
+    seen: list[dict] = []
+
+    def look(requests: int) -> None:
+        if requests == 1:
+            seen.append(json.loads((out / RECORD_NAME).read_text()))
+
+    server = InstantServer(look).start()
+    try:
+        assert _evaluate(server.url, data_root, out, "--limit", "1") == 0
+    finally:
+        server.stop()
+    facts = seen[0]["facts"]
+    assert (
+        facts["config"]["max_memory_tokens"] == 16
+        and facts["data_sha256"]["6"] == _summary(out)["run"]["data_sha256"]["6"]
+    )
+    assert seen[0]["results"] == ["results_6.jsonl"]
+
+
+def test_a_force_run_with_other_settings_leaves_no_other_file_to_reuse(
+    instant_server, make_eval_files, tmp_path, capsys
+):
+    """--force redoes the files it runs; a results file of another length, made with the earlier
+    settings, is no longer covered by the record, so a later run naming it is refused, not mixed."""
+    root = make_eval_files(6, 8, questions=1)
+    argv = ["--data-root", str(root), "--output-dir", str(tmp_path), "--url", instant_server, *FAST, "--no-plot"]
+    assert eval_ruler_hqa.main([*argv, "--lengths", "6", "8"]) == 0
+    assert eval_ruler_hqa.main([*argv, "--lengths", "6", "--max-memory", "32", "--force"]) == 0
+    capsys.readouterr()
+    assert eval_ruler_hqa.main([*argv, "--lengths", "6", "8", "--max-memory", "32"]) == 2
+    err = capsys.readouterr().err
+    assert "results_8.jsonl" in err and "results_6.jsonl" not in err and "--force" in err
 
 
 def test_raising_timeouts_retries_or_protocol_after_failed_items_reuses_the_results(
@@ -181,7 +250,7 @@ def test_the_check_flag_compares_the_template_file_and_the_tokenizer_too(instant
         _evaluate(instant_server, data_root, out, "--limit", "1", "--prompts", str(template), "--tokenizer", tokenizer)
         == 0
     )
-    check = ["--output-dir", str(out), "--check", *FAST, "--prompts", str(template)]
+    check = [*_check_argv(instant_server, data_root, out), *FAST, "--no-plot", "--prompts", str(template)]
     assert eval_ruler_hqa.main([*check, "--tokenizer", tokenizer]) == 0
     assert eval_ruler_hqa.main([*check, "--tokenizer", str(tmp_path / "model-to-come")]) == 2
     recorded_folder, new_folder = Path(tokenizer).resolve(), (tmp_path / "model-to-come").resolve()
@@ -228,3 +297,51 @@ def test_a_results_file_with_repeated_items_is_counted_once_and_repaired_on_the_
     out = capsys.readouterr().out
     assert str(results) in out and " 6 " in out
     assert len(read_results(results)) == 3 and _summary(tmp_path)["results"][0]["items"] == 3
+
+
+@pytest.mark.parametrize("case", ["tokenizer", "held folder", "no matplotlib"])
+def test_the_check_flag_refuses_what_the_run_refuses(instant_server, data_root, tmp_path, capsys, monkeypatch, case):
+    """--check is the run's own checks without the work: a tokenizer that cannot be loaded, a folder
+    a live run holds, the plots' package missing (named with the extra that installs it) are refused
+    by both in one line (exit 2) before anything is written; once the check passes, the run starts."""
+    out, holder = tmp_path / "out", None
+    argv = ["--data-root", str(data_root), "--lengths", "6", "--output-dir", str(out), "--url", instant_server, *FAST]
+    if case == "tokenizer":
+        argv += ["--no-plot", "--tokenizer", str(tmp_path / "no-such-model")]
+    elif case == "held folder":
+        argv += ["--no-plot"]
+        holder = start_holder(out, command="live-run")
+    else:
+        monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: find_spec and import fail
+    try:
+        errors = []
+        for command in ([*argv, "--check"], argv):
+            assert eval_ruler_hqa.main(command) == 2
+            errors.append(capsys.readouterr().err)
+    finally:
+        if holder is not None:
+            holder.kill()
+            holder.wait()
+    named = {"tokenizer": "no-such-model", "held folder": f"pid {holder and holder.pid}", "no matplotlib": "[eval]"}
+    assert all(err.count("\n") == 1 and named[case] in err for err in errors), errors
+    assert sorted(p.name for p in out.glob("*")) == ([".run.lock"] if holder else [])
+    if holder is not None:  # once the live run has ended, the check passes and the run starts
+        assert eval_ruler_hqa.main([*argv, "--check"]) == 0 and "left to run: 3" in capsys.readouterr().out
+        assert eval_ruler_hqa.main(argv) == 0
+
+
+def test_results_that_answer_another_question_than_their_item_are_refused(instant_server, data_root, tmp_path, capsys):
+    """A result is reused only for the item whose question and answers it records: a line whose id
+    names another item (other data, or items named by another rule, as an older version named
+    repeated ids) is refused by --check and the run, and the file is left as it is."""
+    assert _evaluate(instant_server, data_root, tmp_path, "--limit", "2") == 0
+    results = tmp_path / "results_6.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    lines[1]["question"] = lines[0]["question"]
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    capsys.readouterr()
+    assert eval_ruler_hqa.main([*_check_argv(instant_server, data_root, tmp_path), *FAST, "--no-plot"]) == 2
+    assert _evaluate(instant_server, data_root, tmp_path) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and str(results) in err and "--force" in err
+    assert [json.loads(line) for line in results.read_text().splitlines()] == lines

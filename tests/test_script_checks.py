@@ -153,7 +153,9 @@ def test_run_eval_refuses_earlier_results_made_with_other_settings_before_servin
     run_dir = tmp_path / "runs" / "demo"
     run_dir.mkdir(parents=True)
     (run_dir / "results_50.jsonl").write_text('{"id": "0", "status": "completed"}\n')
-    (run_dir / "summary.json").write_text(json.dumps({"run": {"config": {"chunk_tokens": 5000}}}))
+    (run_dir / "summary.json").write_text(
+        json.dumps({"results": [{"label": "50"}], "run": {"config": {"chunk_tokens": 5000}}})
+    )
     (problem,) = refusal(_script(RUN_EVAL, {"MEM_CHUNK_TOKENS": "4000"}, cwd=tmp_path))
     assert str(run_dir.relative_to(tmp_path)) in problem and "config.chunk_tokens 5000 -> 4000" in problem
     assert not (run_dir / "servers").exists() and not (run_dir / "data").exists()

@@ -47,6 +47,7 @@ RUN_DATA = (
     "rollout_*.jsonl",
     "metrics.jsonl",
     "summary.json",
+    "run.json",
     "eval_*.json",
     ".run.lock",
 )  # the names of what a run folder holds as data: never an output given by path

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,9 @@ from mem_agent.agent.records import SamplingParams, Trajectory
 from mem_agent.agent.scoring import AnswerScores, ReportingRules, score_answer
 from mem_agent.agent.step_rewards import recall_stats
 from mem_agent.agent.workflow import MemoryAgent
+from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.token_file import spill
+from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.files import EvalFile, EvalItem, iter_items
 from mem_agent.evaluation.results import ResultStore
 from mem_agent.evaluation.suites import suite_named
@@ -41,8 +43,17 @@ SPILL_ABOVE_TOKENS = 1 << 20
 OnTrajectory = Callable[[EvalFile, EvalItem, Trajectory, AnswerScores, dict[str, float], TokenIds], None]
 
 
-class _WriteFailed(Exception):
-    """A record that could not be written: the run stops (an item is never recorded as failed for it)."""
+class WriteFailed(Exception):
+    """A result or record that could not be written (a full disk, a results file replaced by a folder
+    or a link mid-run): the run stops at once, the items in flight are cancelled, and an item is never
+    recorded as failed for it. The message is "cannot write FILE: REASON"."""
+
+
+def _write_failed(error: OSError | UsageError, path: Path) -> WriteFailed:
+    """The failure of a write to `path`, in one line (a LinkRefused names the path itself)."""
+    if isinstance(error, OSError):
+        return WriteFailed(f"cannot write {error.filename or path}: {error.strerror or error}")
+    return WriteFailed(f"cannot write: {error}")
 
 
 class Evaluator:
@@ -76,31 +87,41 @@ class Evaluator:
         as soon as it is tokenised: of 128 questions of 3.5 MB in flight only TEXTS_IN_MEMORY texts
         exist at a time, the others are held as int32 ids.
         """
-        question_slots = asyncio.Semaphore(self.questions_in_flight)
-        text_slots = asyncio.Semaphore(TEXTS_IN_MEMORY)
-        tasks: set[asyncio.Task[None]] = set()
         self.started = time.monotonic()
         try:
-            for file in files:
-                items = iter_items(file)
-                while True:
-                    await question_slots.acquire()
-                    await text_slots.acquire()
+            async with asyncio.TaskGroup() as group:
+                bad_item = await self._start_all(group, files, stores, progress)
+        except BaseExceptionGroup as failed:  # the first task that could not write cancelled the rest
+            raise _first_failure(failed) from None
+        if bad_item is not None:  # it stopped the reading, not the questions already running: their results are kept
+            raise bad_item
+
+    async def _start_all(
+        self, group: asyncio.TaskGroup, files: Sequence[EvalFile], stores: dict[EvalFile, ResultStore], progress: tqdm
+    ) -> DataFormatError | None:
+        """Start a task per item without a finished result, as slots free up; the item that cannot be
+        read ends the reading and is returned (the tasks started go on)."""
+        question_slots = asyncio.Semaphore(self.questions_in_flight)
+        text_slots = asyncio.Semaphore(TEXTS_IN_MEMORY)
+        for file in files:
+            items = iter_items(file)
+            while True:
+                await question_slots.acquire()
+                await text_slots.acquire()
+                try:
                     item = await asyncio.to_thread(next, items, None)
-                    if item is None or item.item_id in stores[file].done:
-                        question_slots.release()
-                        text_slots.release()
-                        if item is None:
-                            break
-                        progress.update(1)
-                        continue
-                    task = asyncio.create_task(self._evaluate(item, file, stores[file], progress, text_slots))
-                    tasks.add(task)
-                    task.add_done_callback(lambda done: (tasks.discard(done), question_slots.release()))
-        finally:
-            # A bad item stops the reading, not the questions already running: their results are kept.
-            if tasks:
-                await asyncio.gather(*tasks)
+                except DataFormatError as error:
+                    return error
+                if item is None or item.item_id in stores[file].done:
+                    question_slots.release()
+                    text_slots.release()
+                    if item is None:
+                        break
+                    progress.update(1)
+                    continue
+                task = group.create_task(self._evaluate(item, file, stores[file], progress, text_slots))
+                task.add_done_callback(lambda _: question_slots.release())
+        return None
 
     async def _tokenize(self, item: EvalItem, text_slots: asyncio.Semaphore) -> TokenIds:
         try:
@@ -143,14 +164,17 @@ class Evaluator:
             if self.on_trajectory is not None:  # before the result line, so a record never outlives its result
                 try:
                     self.on_trajectory(file, item, trajectory, scores, scored.metrics, context_ids)
-                except OSError as error:
-                    raise _WriteFailed from error
-        except _WriteFailed as failed:
-            raise failed.__cause__ from None  # a file that cannot be written (a full disk) stops the run
+                except (OSError, UsageError) as error:
+                    raise _write_failed(error, store.path.parent) from None
+        except WriteFailed:
+            raise
         except Exception as error:  # a bug must not lose the rest of the run: record it, count it
             record.update(status="failed", error=f"internal error: {type(error).__name__}: {error}")
         record["seconds"] = round(time.monotonic() - begun, 3)
-        store.append(record)
+        try:
+            store.append(record)
+        except (OSError, UsageError) as error:  # UsageError: LinkRefused, the file replaced by a link
+            raise _write_failed(error, store.path) from None
         self.finished += 1
         if record["status"] != "completed":
             self.failed += 1
@@ -165,6 +189,18 @@ class Evaluator:
             refresh=False,
         )
         progress.update(1)
+
+
+def _first_failure(group: BaseExceptionGroup) -> BaseException:
+    """The first WriteFailed of a task group's failures (others may follow it in the same loop turn),
+    else the first failure."""
+    leaves = list(_leaves(group))
+    return next((leaf for leaf in leaves if isinstance(leaf, WriteFailed)), leaves[0])
+
+
+def _leaves(group: BaseExceptionGroup) -> Iterator[BaseException]:
+    for error in group.exceptions:
+        yield from _leaves(error) if isinstance(error, BaseExceptionGroup) else (error,)
 
 
 def _reason(record: dict[str, Any]) -> str:

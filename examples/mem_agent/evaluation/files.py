@@ -27,6 +27,7 @@ from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
+from mem_agent.evaluation.results import question_key
 from mem_agent.evaluation.suites import SUITES, EvalFile, EvalItem, cell_of, suite_named
 from mem_agent.evaluation.suites.base import repeated
 from mem_agent.evaluation.suites.ruler_hqa import RULER_HQA_LENGTHS
@@ -64,6 +65,7 @@ class FileItems:
     file: EvalFile  # `by_position` set where the file's own ids cannot name its items
     ids: list[str]
     notes: list[str]
+    asks: list[str]  # each item's question_key, in file order: what a result reused for it must carry
 
 
 def read_file_items(file: EvalFile) -> FileItems:
@@ -77,10 +79,12 @@ def read_file_items(file: EvalFile) -> FileItems:
     except OSError as error:
         raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
     own: list[str | None] = []
+    asks: list[str] = []
     first_seen: dict[str, int] = {}
     same: list[tuple[int, int]] = []
     for position, item in enumerate(iter_items(dataclasses.replace(file, limit=None, by_position=True))):
         own.append(item.own_id)
+        asks.append(question_key(item.question, item.answers))
         key = hashlib.sha1(repr(item.identity()).encode("utf-8", "surrogatepass")).hexdigest()
         if key in first_seen:
             same.append((first_seen[key], position))
@@ -103,7 +107,7 @@ def read_file_items(file: EvalFile) -> FileItems:
             f" (positions {pairs}); each is run and counted"
         )
     ids = [str(n) for n in range(len(own))] if file.by_position else [str(value) for value in own]
-    return FileItems(file, ids, notes)
+    return FileItems(file, ids, notes, asks)
 
 
 def check_eval_file(path: Path, corpus: Path | None = None) -> list[str]:

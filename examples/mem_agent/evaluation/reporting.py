@@ -11,21 +11,17 @@ A rerun into the same folder reuses finished results. summary.json therefore kee
 every run that produced results (`run`: the latest, `earlier_runs`: the ones before, oldest
 first), and a run that reused everything adds none: its zero requests never replace the facts of
 the run that did the work. Results are reused only when the settings that shape an answer are
-those of the earlier runs (`reuse_problems`); otherwise the evaluator refuses before it starts.
+those the folder's record names (evaluation/reuse.py); otherwise the evaluator refuses before it starts.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mem_agent.agent.direct_reading import DIRECT_MODE
-from mem_agent.agent.prompt_sets import prompt_facts
-from mem_agent.agent.records import SamplingParams
-from mem_agent.agent.scoring import ReportingRules
 from mem_agent.common.atomic_files import write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.cell_tables import cut_label
@@ -34,13 +30,11 @@ from mem_agent.evaluation.paper_tables import Chosen
 from mem_agent.evaluation.results import read_results, unique_items
 from mem_agent.evaluation.suites import SUITES, Cell, cell_of, suite_named, suite_rank
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
-from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig
-from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3
 
 # Every suite's metric names: a cell holds its own suite's alone.
 SCORE_FIELDS = frozenset(metric for suite in SUITES for metric in suite.metric_names)
 
-__all__ = ["EvalFileReport", "ReuseError", "cut_label", "write_reports"]
+__all__ = ["EvalFileReport", "cut_label", "write_reports"]
 
 
 @dataclass(frozen=True)
@@ -56,125 +50,6 @@ class EvalFileReport:
         facts = cell.facts() | {"label": self.label, "file": str(self.path), "metric": metrics[0]}
         figures = {key: value for key, value in self.summary.items() if key not in SCORE_FIELDS or key in metrics}
         return facts | {"metrics": list(metrics)} | figures
-
-
-# Facts that decide what an answer is: results made under other values cannot be mixed with new ones.
-ANSWER_SHAPING = (
-    "config", "sampling", "tokenizer", "data", "data_sha256", "corpus_sha256", "prompts", "mode", "direct"
-)  # fmt: skip
-# Of a fact that holds many values, only these are compared: summary.json records every setting
-# under "config", but a timeout, the retries or the wire protocol never change a finished result
-# (config.Setting.shapes_answers), so raising them to rerun failed items must not be refused.
-COMPARED_VALUES: dict[str, frozenset[str]] = {"config": ANSWER_SHAPING_FIELDS}
-
-
-class ReuseError(ValueError):
-    """Earlier results that cannot be reused; the message names the folder and the way out."""
-
-
-def read_earlier_runs(output_dir: Path) -> list[dict[str, Any]] | None:
-    """Facts of the runs whose results `output_dir` holds, oldest first; None without a summary.json.
-
-    Also reads the older layout, whose single `run` held every config value as a string.
-    """
-    path = Path(output_dir) / SUMMARY_NAME
-    try:
-        document = read_summary(path)
-    except FileNotFoundError:
-        return None
-    except UsageError as error:
-        raise ReuseError(f"{error}: move it aside, or pass --force to start over") from None
-    runs = [*document["earlier_runs"], document["run"]]
-    return [run for run in runs if isinstance(run, dict)]
-
-
-# The answer-shaping settings the long-context baseline reads (agent/direct_reading.py: the answer's
-# token limit and thinking; scoring: the reporting rules); the memory agent's others are not used.
-DIRECT_SETTINGS = frozenset({"max_final_tokens", "thinking", "fold_unicode", "sub_em_guard"})
-
-
-def recorded_settings(config: MemAgentConfig, mode: str) -> dict[str, Any]:
-    """The settings a run of `mode` used: every one for the memory agent; for `direct`, of the
-    answer-shaping ones only DIRECT_SETTINGS (a chunk size or a memory limit it never read would
-    read as if used)."""
-    recorded = config.recorded()
-    if mode != DIRECT_MODE:
-        return recorded
-    return {k: v for k, v in recorded.items() if k in DIRECT_SETTINGS or k not in ANSWER_SHAPING_FIELDS}
-
-
-def settings_facts(
-    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, prompts: dict[str, Any], mode: str = ""
-) -> dict[str, Any]:
-    """What shapes the answers, as typed JSON values (enums by the names the settings use); every
-    setting the mode used is recorded, and `reuse_problems` compares those that shape answers.
-    `prompts` are the facts of the prompts the run uses (built-in, or the template file's path,
-    sha256 and source, from the read that built them)."""
-    return {
-        "config": recorded_settings(config, mode),
-        "scoring": asdict(ReportingRules.of(config)),  # official HotpotQA unless opted out
-        "sampling": asdict(sampling),
-        "tokenizer": _tokenizer_fact(tokenizer),
-        "prompts": prompts,
-    }
-
-
-def _tokenizer_fact(tokenizer: str) -> str:
-    """The tokenizer as summary.json names it: a folder by its absolute path, whether or not it exists yet."""
-    return tokenizer if tokenizer == BUNDLED_QWEN3 else str(Path(tokenizer).expanduser().resolve())
-
-
-def facts_known_without_a_server(
-    tokenizer: str, config: MemAgentConfig, sampling: SamplingParams, mode: str = ""
-) -> dict[str, Any]:
-    """The answer-shaping facts the evaluator's `--check` knows before the data, the model and the
-    server exist: all but the data's item counts. The tokenizer is left out when it is the bundled
-    fallback, since the local stack sets MEM_MODEL_PATH (the real run's --tokenizer) only when it starts."""
-    facts = settings_facts(tokenizer, config, sampling, prompt_facts(config), mode)
-    if tokenizer == BUNDLED_QWEN3:
-        del facts["tokenizer"]
-    return facts
-
-
-def reuse_problems(earlier: dict[str, Any], now: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[str]:
-    """`config.chunk_tokens 5000 -> 4000` for each answer-shaping fact that changed (one level deep;
-    of "config" only the answer-shaping settings). Values are compared as text, so the older
-    all-strings layout compares equal to typed values; a fact missing on either side is not compared."""
-    changes = []
-    for key in keys:
-        old, new = earlier.get(key), now.get(key)
-        if old is None or new is None:
-            continue
-        if isinstance(old, dict) and isinstance(new, dict):
-            names = old.keys() & new.keys()
-            for name in sorted(names & COMPARED_VALUES[key] if key in COMPARED_VALUES else names):
-                if _shown(old[name]) != _shown(new[name]):
-                    changes.append(f"{key}.{name} {_shown(old[name])} -> {_shown(new[name])}")
-        elif _shown(old) != _shown(new):
-            changes.append(f"{key} {_shown(old)} -> {_shown(new)}")
-    return changes
-
-
-def _shown(value: Any) -> str:
-    return "unset" if value is None else str(value)
-
-
-def check_reuse(output_dir: Path, facts: dict[str, Any], keys: Sequence[str] = ANSWER_SHAPING) -> list[dict[str, Any]]:
-    """The facts of the earlier runs whose results `output_dir` holds, once they are known to have
-    made their answers the way this run will (`facts`); a ReuseError naming every change otherwise."""
-    if not any(path.stat().st_size for path in Path(output_dir).glob("results_*.jsonl")):
-        return []
-    earlier = read_earlier_runs(output_dir)
-    if earlier is None:
-        print(f"note: {output_dir} holds results but no summary.json (an interrupted run?): their settings are unknown")
-        return []
-    changes = reuse_problems(earlier[-1], facts, keys) if earlier else []
-    if changes:
-        raise ReuseError(
-            f"{output_dir} holds results made with other settings ({'; '.join(changes)}):"
-            " pass --force to redo them, or choose another --output-dir"
-        )
-    return earlier
 
 
 def write_reports(

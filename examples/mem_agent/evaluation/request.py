@@ -239,9 +239,10 @@ def build_parser(*, raising: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="only check the arguments, the MEM_* settings, every eval file that exists (read in full) and that"
-        " earlier results in --output-dir were made with the same answer-shaping settings, prompt file, tokenizer"
-        " and data; print 'left to run: N' (items without a finished result; ? while files are missing);"
+        help="make every check the run makes before its first request, and only those: the arguments and MEM_*"
+        " settings, matplotlib (unless --no-plot), every eval file read in full, --output-dir not held by a live"
+        " run, its earlier results made with the same answer-shaping settings (its run.json) for the same items,"
+        " a server named, the tokenizer loaded; print 'left to run: N' (items without a finished result);"
         " contact no server, write nothing (exit 0 or 2) (default: off)",
     )
     return parser

@@ -12,6 +12,7 @@ counts each item id once, whatever the file holds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -210,18 +211,27 @@ def summarize(
     return summary
 
 
-def completed_ids(path: Path) -> set[str]:
-    """The ids with a completed result in a results file, read without repairing anything (none
-    for a file not there yet): what a run would skip."""
+def question_key(question: Any, answers: Any) -> str:
+    """What an item asks, in a few bytes: its question and answers, as a results line records them
+    and as the eval file holds them. A result is reused only for the item whose key it carries."""
+    text = json.dumps([question, answers], ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def completed_keys(path: Path) -> dict[str, str | None]:
+    """The ids with a completed result in a results file, each with its question_key (None for a line
+    that records no question), read without repairing anything (none for a file not there yet): what
+    a run would skip."""
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
-        return set()
-    done = set()
+        return {}
+    done: dict[str, str | None] = {}
     for line in raw.splitlines(keepends=True):
         record = _checked(line) if line.endswith(b"\n") else None
-        if record is not None and record["status"] == COMPLETED:
-            done.add(record["id"])
+        if record is not None and record["status"] == COMPLETED and record["id"] not in done:
+            asked = record.get("question") is not None
+            done[record["id"]] = question_key(record["question"], record.get("answers")) if asked else None
     return done
 
 

@@ -1,10 +1,12 @@
 """One evaluation run from its request to its exit status: checks, the output folder's lock, the
 items run (or, with every item finished, only the report rewritten), the reports written.
 
-Exit status: 0 every item answered, 1 some failed (they count as wrong), 2 bad usage or data.
-Everything that can refuse does so before the first request: the flags and settings, every eval
-file read in full, the model's tokenizer, a connection to every server, and the earlier results of
-the folder (made with the same answer-shaping settings, or refused).
+Exit status: 0 every item answered, 1 some failed (they count as wrong) or a result could not be
+written, 2 bad usage or data. Everything that can refuse does so before the first request, by the
+checks `--check` makes alone (run_plan.check_run), then a connection to every server; the record
+of the settings the results are made with (run.json, evaluation/reuse.py) is written before the
+first result. The first result or record that cannot be written (a full disk, a results file
+replaced mid-run) stops the run: the items in flight are cancelled, none other starts.
 
 One writer per folder: a folder that exists is locked before anything in it is read, a new one is
 made (and locked) once the data is known to be readable. A second run is refused there (exit 2).
@@ -26,22 +28,23 @@ from typing import Any
 
 from tqdm import tqdm
 
-from mem_agent.agent.direct_reading import DIRECT_MODE, DirectReader
+from mem_agent.agent.direct_reading import DirectReader
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.console import program_name
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.paths import inside
 from mem_agent.common.run_folder import lock_run_folder
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory
+from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory, WriteFailed
 from mem_agent.evaluation.files import EvalFile
 from mem_agent.evaluation.model_facts import model_facts
-from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
+from mem_agent.evaluation.reporting import EvalFileReport, write_reports
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import ResultStore, read_results, summarize
-from mem_agent.evaluation.run_plan import DataPlan, RunSettings, check_arguments, check_data, left_to_run, mode_facts
+from mem_agent.evaluation.reuse import ReuseError, write_record
+from mem_agent.evaluation.run_plan import DataPlan, RunSettings, check_arguments, check_run
 from mem_agent.evaluation.suites import suite_named
-from mem_agent.inference.agent_flags import build_agent, build_direct_reader, client_settings, reach_servers
+from mem_agent.inference.agent_flags import reach_servers
 from mem_agent.inference.client import ClientSettings
 from mem_agent.inference.client_pool import ClientPool
 from mem_agent.settings.config import ConfigError
@@ -106,39 +109,27 @@ class _FolderLock:
 
 
 def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
-    """Every check, in the order that costs least: None for --check (its count printed)."""
+    """Every check (run_plan.check_run), then the server reached, the folder locked and the record of
+    what the results are made with written before the first of them; None for --check (its count
+    printed: the checks passed are those the run makes)."""
     settings = check_arguments(request)
     if request.check:
-        left = left_to_run(request, settings)
-        print(f"left to run: {'?' if left is None else left}")
+        print(f"left to run: {check_run(request, settings).plan.left}")
         return None
-    plan = check_data(request, settings, allow_missing=False, lock=lock.take)
-    if not plan.left:  # the model and the server are not needed
-        return _Run(settings, plan, [] if request.force else check_reuse(request.output_dir, plan.facts))
-    servers = list(settings.servers) or _server_settings(request, settings)
-    if settings.mode == DIRECT_MODE:
-        agent: MemoryAgent | DirectReader = build_direct_reader(
-            request.tokenizer, settings.config, request.context_window
-        )
-    else:
-        agent = build_agent(request.tokenizer, settings.config)
+    checked = check_run(request, settings, lock=lock.take)
+    if checked.reader is None:  # nothing left to run: the model and the server are not needed
+        return _Run(settings, checked.plan, checked.earlier_runs)
+    servers = list(settings.servers)
     reach_servers(servers)
     lock.take()
-    facts = settings_facts(request.tokenizer, settings.config, settings.sampling, agent.prompt_facts, settings.mode)
-    facts["scoring"] = plan.facts["scoring"]  # the reporting rules and how empty answers are counted
-    facts |= mode_facts(request, settings.mode, agent) | {
-        key: plan.facts[key] for key in ("data", "data_sha256", "corpus_sha256") if key in plan.facts
+    results = [file.results_name for file in checked.plan.files]
+    write_record(request.output_dir, checked.facts, results, force=request.force)
+    stores = {
+        file: ResultStore.open(inside(request.output_dir, file.results_name), force=request.force)
+        for file in checked.plan.files
     }
-    earlier_runs = [] if request.force else check_reuse(request.output_dir, facts)
-    stores = {f: ResultStore.open(inside(request.output_dir, f.results_name), force=request.force) for f in plan.files}
     model = model_facts(request.model, request.tokenizer, servers)
-    return _Run(settings, plan, earlier_runs, facts, servers, agent, stores, model)
-
-
-def _server_settings(request: EvalRequest, settings: RunSettings) -> list[ClientSettings]:
-    if not request.url:
-        raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
-    return [client_settings(url, request, settings.config, request.concurrency) for url in request.url]
+    return _Run(settings, checked.plan, checked.earlier_runs, checked.facts, servers, checked.reader, stores, model)
 
 
 def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeeper | None) -> int:
@@ -159,6 +150,13 @@ def _evaluate(request: EvalRequest, run: _Run, keep_trajectories: TrajectoryKeep
         evaluator, seconds = asyncio.run(_evaluate_all(request, run, on_trajectory))
     except DataFormatError as error:  # a data file that breaks mid-run
         raise UsageError(str(error)) from None
+    except WriteFailed as error:  # nothing more is evaluated that could not be kept
+        kept = sum(len(store.done) for store in run.stores.values())
+        print(
+            f"error: {error}; stopped with {kept} finished result(s) kept: run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 1
     reports = [_report(request, file, store, run.plan.expected[file]) for file, store in run.stores.items()]
     reused = sum(store.report.kept for store in run.stores.values())
     facts = {"started": started, "items_run": evaluator.finished, "items_reused": reused}

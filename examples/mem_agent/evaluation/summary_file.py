@@ -10,6 +10,7 @@ RULER-HQA's, and the old separate `ruler` list's cells become RULER cells.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -78,7 +79,16 @@ class SummaryError(UsageError):
 def read_summary(path: Path) -> dict[str, Any]:
     """The checked document as plain data: the fields given, each length's counts and metrics whole.
     FileNotFoundError when there is none; SummaryError for one that cannot be read or checked."""
-    path = Path(path)
+    document = read_document(Path(path), SummaryDocument, _one_layout)
+    plain = {"run": None, "earlier_runs": [], **document.model_dump(exclude_unset=True, exclude={"ruler"})}
+    plain["results"] = [_cell(result) for result in document.results]
+    return plain
+
+
+def read_document(path: Path, model: type[pydantic.BaseModel], layout: Callable[[Any], Any] = lambda v: v) -> Any:
+    """A run folder's JSON document (summary.json, run.json) checked against `model` once `layout`
+    has read an older layout into the current one. FileNotFoundError when there is none; a
+    SummaryError naming the file (and the field) for one that cannot be read or checked."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -89,12 +99,14 @@ def read_summary(path: Path) -> dict[str, Any]:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError:
         raise SummaryError(f"{path}: not JSON (cut by a crash, or edited by hand?)") from None
+    return validated(model, layout(value), str(path))
+
+
+def _one_layout(value: Any) -> Any:
+    """The layout before suites: its separate `ruler` list's cells become RULER cells of `results`."""
     if isinstance(value, dict) and isinstance(value.get("ruler"), list):
-        value = value | {"results": [*(value.get("results") or []), *map(_old_ruler_cell, value["ruler"])]}
-    document = validated(SummaryDocument, value, str(path))
-    plain = {"run": None, "earlier_runs": [], **document.model_dump(exclude_unset=True, exclude={"ruler"})}
-    plain["results"] = [_cell(result) for result in document.results]
-    return plain
+        return value | {"results": [*(value.get("results") or []), *map(_old_ruler_cell, value["ruler"])]}
+    return value
 
 
 def _cell(result: CellResult) -> dict[str, Any]:
