@@ -92,6 +92,7 @@ REMEMR1_FINAL_TURN_TEXT = FINAL_TURN_TEXT.replace(
 )
 NO_RECALL_TEXT = "(nothing recalled)"
 
+
 def built_in_facts(*texts: str, **extra: str) -> dict[str, str]:
     """What a run records about built-in prompts: a sha256 of their wording, so that a rerun into a
     folder whose answers came from other wording is refused like one with other settings."""
