@@ -18,9 +18,8 @@ from types import SimpleNamespace
 import pytest
 
 from mem_agent import compare, eval_ruler_hqa, train_summary, view
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import Refused, append_bytes, write_text_atomic
 from mem_agent.common.run_folder import LOCK_NAME, lock_run_folder
-from mem_agent.common.safe_files import LinkRefused, append_bytes
 from mem_agent.launch import eval_run
 from mem_agent.observability import rollout_logging
 from mem_agent.observability.host_logging import METRICS_FILE, append_metrics_line
@@ -56,11 +55,11 @@ def _one_line_naming(err: str, link: Path) -> bool:
 
 def test_the_lock_is_never_opened_through_a_link(tmp_path, outside):
     link = _link(tmp_path / "run" / LOCK_NAME, outside)
-    with pytest.raises(LinkRefused, match=LOCK_NAME), lock_run_folder(tmp_path / "run", command="test"):
+    with pytest.raises(Refused, match=LOCK_NAME), lock_run_folder(tmp_path / "run", command="test"):
         pass
     assert _untouched(outside)
     dangling = _link(tmp_path / "other" / LOCK_NAME, tmp_path / "outside" / "made.txt")
-    with pytest.raises(LinkRefused), lock_run_folder(dangling.parent, command="test"):
+    with pytest.raises(Refused), lock_run_folder(dangling.parent, command="test"):
         pass
     assert not (tmp_path / "outside" / "made.txt").exists()
     assert link.is_symlink()
@@ -69,7 +68,7 @@ def test_the_lock_is_never_opened_through_a_link(tmp_path, outside):
 def test_appends_and_whole_file_writes_refuse_a_link(tmp_path, outside):
     for write in (lambda p: append_bytes(p, b"x\n"), lambda p: write_text_atomic(p, "x")):
         link = _link(tmp_path / f"run{id(write)}" / "data.jsonl", outside)
-        with pytest.raises(LinkRefused, match=r"data\.jsonl"):
+        with pytest.raises(Refused, match=r"data\.jsonl"):
             write(link)
         assert _untouched(outside) and link.is_symlink()
 
@@ -114,7 +113,7 @@ def test_the_training_log_hook_writes_nothing_through_a_link(tmp_path, outside, 
     """A trainer whose SAVE/trajectories/.run.lock or metrics.jsonl is a link records nothing there
     and says so in its log; training goes on."""
     link = _link(tmp_path / "save" / "trajectories" / METRICS_FILE, outside)
-    with pytest.raises(LinkRefused):
+    with pytest.raises(Refused):
         append_metrics_line(link, {"kind": "rollout", "rollout_id": 0})
     lock_link = _link(tmp_path / "save2" / "trajectories" / LOCK_NAME, outside)
     args = SimpleNamespace(save=str(tmp_path / "save2"))

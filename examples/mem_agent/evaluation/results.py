@@ -20,9 +20,8 @@ from typing import Annotated, Any
 
 import pydantic
 
-from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.guarded_files import append_bytes, atomic_output, read_regular_bytes
 from mem_agent.common.jsonl_lines import read_json_lines, validated
-from mem_agent.common.safe_files import append_bytes
 from mem_agent.evaluation.suites.ruler_hqa import METRICS as HQA_METRICS
 
 COMPLETED = "completed"
@@ -71,7 +70,7 @@ class ResultStore:
         return store
 
     def _read_back(self) -> list[dict[str, Any]]:
-        raw = self.path.read_bytes()
+        raw = read_regular_bytes(self.path)
         if raw and not raw.endswith(b"\n"):
             raw = raw[: raw.rfind(b"\n") + 1]  # the last line was cut by a crash mid-write
             self.report.repaired_partial_line = True
@@ -214,7 +213,7 @@ def completed_ids(path: Path) -> set[str]:
     """The ids with a completed result in a results file, read without repairing anything (none
     for a file not there yet): what a run would skip."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular_bytes(path)
     except FileNotFoundError:
         return set()
     done = set()

@@ -36,7 +36,14 @@ from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.evaluator import Evaluator, OnTrajectory
 from mem_agent.evaluation.files import EvalFile
 from mem_agent.evaluation.model_facts import model_facts
-from mem_agent.evaluation.reporting import EvalFileReport, ReuseError, check_reuse, settings_facts, write_reports
+from mem_agent.evaluation.reporting import (
+    EvalFileReport,
+    ReuseError,
+    check_reuse,
+    check_run_outputs,
+    settings_facts,
+    write_reports,
+)
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import ResultStore, read_results, summarize
 from mem_agent.evaluation.run_plan import DataPlan, RunSettings, check_arguments, check_data, left_to_run, mode_facts
@@ -113,6 +120,7 @@ def _prepare(request: EvalRequest, lock: _FolderLock) -> _Run | None:
         print(f"left to run: {'?' if left is None else left}")
         return None
     plan = check_data(request, settings, allow_missing=False, lock=lock.take)
+    check_run_outputs(request.output_dir, plan.files, plot=not request.no_plot)
     if not plan.left:  # the model and the server are not needed
         return _Run(settings, plan, [] if request.force else check_reuse(request.output_dir, plan.facts))
     servers = list(settings.servers) or _server_settings(request, settings)

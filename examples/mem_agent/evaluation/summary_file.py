@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import orjson
 import pydantic
 
+from mem_agent.common.guarded_files import read_regular_bytes
 from mem_agent.common.jsonl_lines import validated
 from mem_agent.common.usage import UsageError
 
@@ -80,7 +81,7 @@ def read_summary(path: Path) -> dict[str, Any]:
     FileNotFoundError when there is none; SummaryError for one that cannot be read or checked."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular_bytes(path)  # a FIFO is Refused at once, never waited on
     except FileNotFoundError:
         raise
     except OSError as error:

@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from mem_agent.common.usage import split_command
+from mem_agent.common.usage import UsageError, split_command
 from mem_agent.launch.ray_head import HeadStartError, RayHead, signal_on_parent_death, start_head
 from mem_agent.serving.processes import log_tail
 
@@ -137,6 +137,9 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     except (LaunchFailed, HeadStartError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except UsageError as error:  # the head's log is a link, a FIFO, a hard link
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except Stopped as stopped:
