@@ -142,8 +142,9 @@ def _enter(folder: int, name: str, shown: Path, make: bool) -> int | None:
                 raise _link_refusal(shown) from None
             raise Refused(f"{shown} is {_kind(status.st_mode)}, not a folder: refusing to write in it") from None
         raise OSError(error.errno, error.strerror, str(shown)) from None
-    os.mkdir(name, dir_fd=folder)
-    return os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+    with contextlib.suppress(FileExistsError):  # made meanwhile by another writer: entered as any other
+        os.mkdir(name, dir_fd=folder)
+    return _enter(folder, name, shown, make=False)
 
 
 def _entry(folder: int, name: str, shown: Path) -> os.stat_result | None:
@@ -318,7 +319,7 @@ def open_regular(path: Path, mode: str = "rb", encoding: str | None = None, erro
     try:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
-            raise Refused(f"{path} is {_kind(status.st_mode)}, not a regular file: refusing to read it")
+            raise Refused(f"{path}: cannot read: it is {_kind(status.st_mode)}, not a regular file")
         _blocking(descriptor)
     except BaseException:
         os.close(descriptor)
