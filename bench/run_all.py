@@ -30,7 +30,7 @@ from bench import (
     bench_scheduling,
     bench_startup,
 )
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.serving.cpu_stack import StackSettings, local_stack
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

@@ -91,7 +91,7 @@ def test_the_evaluator_refuses_a_results_file_that_leads_out_of_its_folder(tmp_p
         line = _one_line_error(_command("eval_ruler_hqa", *argv, *FAST))
     finally:
         server.stop()
-    assert line == "error: output name 'results_6.jsonl' leads out of the folder (a symbolic link?)"
+    assert line.startswith("error: ") and "results_6.jsonl" in line and "symbolic link" in line
     assert elsewhere.read_text() == "keep me"
 
 

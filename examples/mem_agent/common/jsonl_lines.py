@@ -2,7 +2,7 @@
 is not what its schema says is one error naming the file, the line and the field.
 
 Runs append one line per finished item or rollout. A writer killed mid-line leaves a cut last line;
-the next append starts on a new line (`common/safe_files.append_bytes`), so after a resume the cut
+the next append starts on a new line (`common/guarded_files.append_bytes`), so after a resume the cut
 line sits between complete ones. A cut line is an object that ends before it closes (the parser
 runs out of input); it is skipped, and its number is kept so the command can say so. Any other line
 that is not JSON, or not the object its reader's schema describes (types, ranges, finite numbers:
@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 import pydantic
 
+from mem_agent.common.guarded_files import read_regular_bytes
 from mem_agent.common.usage import UsageError
 
 
@@ -39,10 +40,11 @@ class JsonLines:
 
 
 def read_json_lines(path: Path) -> JsonLines:
-    """Every line of `path` parsed; cut lines skipped and counted. OSError: the file cannot be read."""
+    """Every line of `path` parsed; cut lines skipped and counted. OSError: the file cannot be read;
+    Refused: it is not a regular file (a FIFO, never waited on)."""
     path = Path(path)
     read = JsonLines(path)
-    for number, line, last in _lines(path.read_bytes()):
+    for number, line, last in _lines(read_regular_bytes(path)):
         if not line.strip():
             continue
         try:

@@ -28,8 +28,8 @@ from typing import IO, Any
 
 import ijson
 
-from mem_agent.common.atomic_files import atomic_output
 from mem_agent.common.console import command_parser
+from mem_agent.common.guarded_files import Refused, atomic_output, open_regular
 
 BLOCK_BYTES = 4 << 20
 _WHITESPACE = b" \t\r\n"
@@ -55,11 +55,7 @@ class _TrackedFile:
 def iter_json_array(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[Any]:
     """Yield the items of the JSON array in `path` one by one (numbers as int or float, as json does)."""
     path = Path(path)
-    try:
-        handle = path.open("rb")
-    except OSError as error:
-        raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
-    with handle:
+    with open_data(path) as handle:
         first = _first_significant(handle)
         if first is None:
             raise DataFormatError(f"{path}: ends early at byte {handle.tell()} (truncated file?)")
@@ -74,6 +70,17 @@ def iter_json_array(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[Any]
                 index += 1
         except ijson.JSONError as error:
             raise DataFormatError(_located(path, index, tracked, error)) from None
+
+
+def open_data(path: Path) -> IO[bytes]:
+    """`path` opened to read when it is a regular file (common/guarded_files.py: a FIFO is refused at
+    once, never waited on); a DataFormatError naming it when it cannot be read."""
+    try:
+        return open_regular(path)
+    except OSError as error:
+        raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
+    except Refused as error:
+        raise DataFormatError(str(error)) from None
 
 
 def _as_json_gives(value: Any) -> Any:
@@ -117,7 +124,7 @@ def _utf8_error(path: Path) -> str | None:
     """Where `path` stops being UTF-8 (its first bad byte and why), decoding it again from the start."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         while True:
             block = handle.read(BLOCK_BYTES)
             pending = len(decoder.getstate()[0])  # bytes of a character cut by the last block's edge

@@ -6,8 +6,10 @@ the folder's `.run.lock` and keeps it for its whole life. The kernel drops the l
 descriptor of it is closed, which happens when the holder exits however it exits (`kill -9`
 included), so a lock is never stale: the file may stay, but without a live holder it locks
 nothing. The holder writes its PID, start time and command into the file so that a refused run
-can say whom it waits for. The lock file is opened without following links: a `.run.lock` that
-is a symbolic link is refused in one line, and the file it points to is never touched.
+can say whom it waits for. The lock file is opened through common/guarded_files.py: a `.run.lock`
+that is a symbolic link, a hard link (a second name of another file, which rewriting the holder
+record would truncate) or not a regular file (a FIFO) is refused in one line, and the file it
+points to is never touched.
 
 A lock belongs to an open file description, not to a process: a child that inherits the
 descriptor shares it. run-eval.sh's launch (launch/eval_run.py) takes the lock through a descriptor
@@ -27,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.safe_files import open_no_follow
+from mem_agent.common.guarded_files import open_lock, read_regular_text
 from mem_agent.common.usage import UsageError
 
 LOCK_NAME = ".run.lock"
@@ -53,8 +55,7 @@ def lock_run_folder(folder: Path, *, command: str, instead: str = "choose anothe
         _lock_or_refuse(inherited, folder, instead)
         yield  # the parent's lock: never unlocked here, the parent releases it
         return
-    Path(folder).mkdir(parents=True, exist_ok=True)
-    descriptor = open_no_follow(lock_path(folder), os.O_RDWR | os.O_CREAT)
+    descriptor = open_lock(lock_path(folder))
     try:
         _lock_or_refuse(descriptor, folder, instead)
         write_holder(descriptor, os.getpid(), command)
@@ -81,9 +82,9 @@ def hold_run_folder(folder: Path, *, command: str, instead: str = "choose anothe
 
 
 def hold_descriptor(descriptor: int, folder: Path, pid: int, command: str, instead: str) -> None:
-    """Lock `folder` through `descriptor`, an open descriptor of its lock file that a parent process
-    keeps (a run script's `exec {fd}>>DIR/.run.lock`): the lock outlives this call and stays the
-    parent's, which is named as the holder (`pid`, `command`)."""
+    """Lock `folder` through `descriptor`, a descriptor of its lock file (`open_lock`) that a parent
+    process keeps (run-eval.sh's launch): the lock outlives this call and stays the parent's, which
+    is named as the holder (`pid`, `command`)."""
     if not _same_file(descriptor, lock_path(folder)):
         raise UsageError(f"descriptor {descriptor} is not open on {lock_path(folder)}")
     _lock_or_refuse(descriptor, folder, instead)
@@ -101,10 +102,10 @@ def read_holder(folder: Path, wait_s: float = _HOLDER_WAIT_S) -> dict[str, Any] 
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            holder = json.loads(lock_path(folder).read_text(encoding="utf-8"))
+            holder = json.loads(read_regular_text(lock_path(folder)))
             if isinstance(holder, dict) and "pid" in holder:
                 return holder
-        except (OSError, ValueError):
+        except (OSError, ValueError, UsageError):
             pass
         if time.monotonic() > deadline:
             return None
@@ -123,9 +124,9 @@ def folder_in_use(folder: Path) -> str | None:
     does: for readers that must not mix a live run's old and new files. The lock is only tested
     (a shared flock, dropped at once), never kept, and never opened through a link."""
     try:
-        descriptor = open_no_follow(lock_path(folder), os.O_RDONLY)
+        descriptor = open_lock(lock_path(folder), write=False)
     except (FileNotFoundError, NotADirectoryError, UsageError):
-        return None  # no lock file: no run ever held it; a link: no run of ours holds it
+        return None  # no lock file: no run ever held it; a link or a FIFO: no run of ours holds it
     try:
         fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mem_agent.common.guarded_files import open_regular
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.qa_rows import iter_raw_rows
 
@@ -106,7 +107,7 @@ def _is_paragraph(title: Any, sentences: Any) -> bool:
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()

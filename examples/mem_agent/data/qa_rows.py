@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.jsonstream import DataFormatError, iter_json_array
+from mem_agent.common.jsonstream import DataFormatError, iter_json_array, open_data
 
 
 @dataclass(frozen=True)
@@ -40,16 +40,13 @@ class QaRow:
 def iter_raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """(where, parsed row) for a JSON array file ("row 3", from 0) or a JSON Lines file ("line 4", from 1)."""
     path = Path(path)
-    try:
-        with path.open("rb") as probe:
-            first = probe.read(4096).lstrip()
-    except OSError as error:
-        raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
+    with open_data(path) as probe:
+        first = probe.read(4096).lstrip()
     if first.startswith(b"["):
         for index, raw in enumerate(iter_json_array(path)):
             yield f"row {index}", raw
         return
-    with path.open("rb") as handle:
+    with open_data(path) as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue

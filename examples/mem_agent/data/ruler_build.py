@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.guarded_files import check_outputs
 from mem_agent.common.jsonstream import DataFormatError, write_json_array_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_corpus import corpus_questions
@@ -148,12 +149,12 @@ def write_ruler_files(request: RulerBuildRequest) -> None:
     def count(text: str) -> int:
         return len(encode(tokenizer, text))
 
-    request.out_dir.mkdir(parents=True, exist_ok=True)
-    for split in request.splits:
-        for length in request.lengths:
-            target = request.out_dir / f"eval_{split}_{length}.json"
-            if target.exists():
-                print(f"{target}: kept (already there)")
-                continue
-            written = write_json_array_atomic(target, build_items(split, length, request, count))
-            print(f"{target}: {written} items of up to {length} tokens")
+    out = request.out_dir
+    targets = {(s, n): out / f"eval_{s}_{n}.json" for s in request.splits for n in request.lengths}
+    check_outputs(target for target in targets.values() if not target.exists())  # before the first is written
+    for (split, length), target in targets.items():
+        if target.exists():
+            print(f"{target}: kept (already there)")
+            continue
+        written = write_json_array_atomic(target, build_items(split, length, request, count))
+        print(f"{target}: {written} items of up to {length} tokens")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from mem_agent.common.guarded_files import check_outputs
 from mem_agent.common.jsonstream import DataFormatError, write_json_array_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.data.contexts import BuildStats, build_items, load_questions
@@ -81,6 +82,7 @@ def _check_request(request: LongContextRequest) -> list[Path]:
     existing = [str(t) for t in targets if t.exists()]
     if existing and not request.force:
         raise DataFormatError(f"refusing to overwrite {', '.join(existing)} (pass --force)")
+    check_outputs(targets)  # a link or a FIFO at any of them: refused before the first is written
     return targets
 
 

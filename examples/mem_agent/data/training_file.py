@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.guarded_files import atomic_output
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.authors_layout import AuthorsRow, Layout, LayoutGuard, parse_authors_row
 from mem_agent.data.contexts import choose_documents, render_context

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.atomic_files import write_figure_png
+from mem_agent.common.guarded_files import write_figure_png
 
 DEFAULT_X_LABEL = "context length (tokens, log scale)"
 

@@ -50,7 +50,7 @@ class WriteFailed(Exception):
 
 
 def _write_failed(error: OSError | UsageError, path: Path) -> WriteFailed:
-    """The failure of a write to `path`, in one line (a LinkRefused names the path itself)."""
+    """The failure of a write to `path`, in one line (a Refused names the path itself)."""
     if isinstance(error, OSError):
         return WriteFailed(f"cannot write {error.filename or path}: {error.strerror or error}")
     return WriteFailed(f"cannot write: {error}")
@@ -173,7 +173,7 @@ class Evaluator:
         record["seconds"] = round(time.monotonic() - begun, 3)
         try:
             store.append(record)
-        except (OSError, UsageError) as error:  # UsageError: LinkRefused, the file replaced by a link
+        except (OSError, UsageError) as error:  # UsageError: Refused, the file replaced by a link
             raise _write_failed(error, store.path) from None
         self.finished += 1
         if record["status"] != "completed":

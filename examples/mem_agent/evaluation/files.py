@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mem_agent.common.console import command_parser
+from mem_agent.common.guarded_files import open_regular
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
@@ -130,7 +131,7 @@ def file_sha256(path: Path) -> str:
     """The file's sha256, read in 1 MiB blocks (a 6400-document file is ~450 MB): summary.json records
     it, so results are only reused, and runs only compared, over the same data."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import check_outputs, write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.cell_tables import cut_label
 from mem_agent.evaluation.paper_beside import beside_run
 from mem_agent.evaluation.paper_tables import Chosen
 from mem_agent.evaluation.results import read_results, unique_items
-from mem_agent.evaluation.suites import SUITES, Cell, cell_of, suite_named, suite_rank
+from mem_agent.evaluation.reuse import RECORD_NAME
+from mem_agent.evaluation.suites import SUITES, Cell, EvalFile, cell_of, suite_named, suite_rank
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_summary
 
 # Every suite's metric names: a cell holds its own suite's alone.
@@ -52,6 +53,14 @@ class EvalFileReport:
         return facts | {"metrics": list(metrics)} | figures
 
 
+def check_run_outputs(output_dir: Path, files: Sequence[EvalFile], *, plot: bool) -> None:
+    """Every file a run over `files` writes in `output_dir` (results, summary.json, each suite's figure)
+    checked before the first is written: a link or a FIFO at any of them is refused with nothing changed."""
+    suites = [suite for suite in SUITES if suite.name in {file.cell.suite for file in files}]
+    outputs = [output_dir / file.results_name for file in files] + [output_dir / SUMMARY_NAME, output_dir / RECORD_NAME]
+    check_outputs(outputs + [output_dir / suite.plot_name for suite in suites if plot])
+
+
 def write_reports(
     reports: Sequence[EvalFileReport],
     output_dir: Path,
@@ -61,12 +70,12 @@ def write_reports(
     keep_other_labels: bool = False,
     papers: Sequence[Chosen] = (),
 ) -> None:
-    """Each suite's table on stdout, then summary.json and each suite's figure; `runs` are the facts
-    of every run that produced these results, oldest first (the last is the latest). With
-    `keep_other_labels` the cells an earlier run evaluated into this folder and this one did not stay
-    (their results files are still there, made with the settings `runs` records). `papers` (--paper)
-    are set beside the suite whose metric their table holds: in summary.json's 'paper', and in that
-    suite's table and figure."""
+    """Each suite's table on stdout, then summary.json and each suite's figure (all checked before the
+    first is written); `runs` are the facts of every run that produced these results, oldest first
+    (the last is the latest). With `keep_other_labels` the cells an earlier run evaluated into this
+    folder and this one did not stay (their results files are still there, made with the settings
+    `runs` records). `papers` (--paper) are set beside the suite whose metric their table holds: in
+    summary.json's 'paper', and in that suite's table and figure."""
     cells = [report.cell() for report in reports]
     if keep_other_labels:
         cells = _with_other_cells(cells, output_dir)
@@ -79,6 +88,7 @@ def write_reports(
     for suite in suites:
         paper = [entry for entry in beside if entry["metric"] == suite.paper_metric and entry["columns"]]
         print(suite.table(by_suite[suite.name], paper), flush=True)
+    check_outputs([output_dir / SUMMARY_NAME, *(output_dir / suite.plot_name for suite in suites if plot)])
     document = {
         "suites": [suite.name for suite in suites],
         "results": [cell for suite in suites for cell in by_suite[suite.name]],

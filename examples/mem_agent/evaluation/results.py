@@ -21,9 +21,8 @@ from typing import Annotated, Any
 
 import pydantic
 
-from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.guarded_files import append_bytes, atomic_output, read_regular_bytes
 from mem_agent.common.jsonl_lines import read_json_lines, validated
-from mem_agent.common.safe_files import append_bytes
 from mem_agent.evaluation.suites.ruler_hqa import METRICS as HQA_METRICS
 
 COMPLETED = "completed"
@@ -72,7 +71,7 @@ class ResultStore:
         return store
 
     def _read_back(self) -> list[dict[str, Any]]:
-        raw = self.path.read_bytes()
+        raw = read_regular_bytes(self.path)
         if raw and not raw.endswith(b"\n"):
             raw = raw[: raw.rfind(b"\n") + 1]  # the last line was cut by a crash mid-write
             self.report.repaired_partial_line = True
@@ -223,7 +222,7 @@ def completed_keys(path: Path) -> dict[str, str | None]:
     that records no question), read without repairing anything (none for a file not there yet): what
     a run would skip."""
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular_bytes(path)
     except FileNotFoundError:
         return {}
     done: dict[str, str | None] = {}

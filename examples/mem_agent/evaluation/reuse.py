@@ -28,7 +28,7 @@ from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.agent.prompt_sets import prompt_facts
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.scoring import ReportingRules
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.summary_file import SUMMARY_NAME, read_document, read_summary
 from mem_agent.settings.config import ANSWER_SHAPING_FIELDS, MemAgentConfig

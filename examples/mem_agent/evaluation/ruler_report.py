@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.atomic_files import write_figure_png
+from mem_agent.common.guarded_files import write_figure_png
 from mem_agent.evaluation.cell_tables import aligned
 
 HEATMAP_NAME = "ruler_heatmap.png"

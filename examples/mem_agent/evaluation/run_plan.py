@@ -30,6 +30,7 @@ from mem_agent.common.usage import UsageError, gather
 from mem_agent.evaluation.files import EvalFile, FileItems, corpus_of, file_sha256, read_file_items, resolve_files
 from mem_agent.evaluation.model_facts import model_fingerprint, model_folder
 from mem_agent.evaluation.paper_tables import Chosen, choose_all
+from mem_agent.evaluation.reporting import check_run_outputs
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.results import completed_keys
 from mem_agent.evaluation.reuse import PER_FILE, ReuseError, check_reuse, facts_known_without_a_server, settings_facts
@@ -98,6 +99,7 @@ def check_run(request: EvalRequest, settings: RunSettings, *, lock: Callable[[],
     folder a live run holds instead, and takes nothing."""
     _check_packages(request)
     plan = check_data(request, settings, allow_missing=False, lock=lock or _refuse_if_held(request.output_dir))
+    check_run_outputs(request.output_dir, plan.files, plot=not request.no_plot)
     results = [file.results_name for file in plan.files]
     earlier = [] if request.force else check_reuse(request.output_dir, plan.facts, results)
     if not plan.left:  # the model and the server are not needed

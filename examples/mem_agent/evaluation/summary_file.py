@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import orjson
 import pydantic
 
+from mem_agent.common.guarded_files import read_regular_bytes
 from mem_agent.common.jsonl_lines import validated
 from mem_agent.common.usage import UsageError
 
@@ -90,7 +91,7 @@ def read_document(path: Path, model: type[pydantic.BaseModel], layout: Callable[
     has read an older layout into the current one. FileNotFoundError when there is none; a
     SummaryError naming the file (and the field) for one that cannot be read or checked."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular_bytes(path)  # a FIFO is Refused at once, never waited on
     except FileNotFoundError:
         raise
     except OSError as error:

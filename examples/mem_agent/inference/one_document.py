@@ -17,7 +17,7 @@ from pathlib import Path
 from mem_agent.agent.records import SamplingParams, Trajectory, Turn, TurnKind
 from mem_agent.agent.scoring import extract_boxed
 from mem_agent.agent.workflow import MemoryAgent
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.inference.agent_flags import build_agent, reach_servers
 from mem_agent.inference.client import ClientSettings, RolloutClient

@@ -7,15 +7,14 @@ it); lengths above 10,000 documents need it before their files can be checked.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
+from mem_agent.common.guarded_files import atomic_output, open_regular
 from mem_agent.common.printable import printable, shell_line
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.evaluation.files import file_sha256
-from mem_agent.launch.hub_files import FetchError, fetch
+from mem_agent.launch.hub_files import FetchError, fetch_file
 
 # The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download
 # script lists it (not yet checked against a download here: CORPUS_SHA256="" skips the check).
@@ -30,21 +29,15 @@ def download_corpus(root: Path, url: str, sha256: str, dry_run: bool) -> str:
     if dry_run:
         print(printable(f"  GET {url} -> {root / CORPUS_NAME}"))
         return ""
-    root.mkdir(parents=True, exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(prefix=f"{CORPUS_NAME}.partial.", dir=root)
+
+    def matching(partial: Path) -> str | None:
+        sha = file_sha256(partial)
+        return f"{CORPUS_NAME}: sha256 {sha}, expected CORPUS_SHA256={sha256}" if sha256 and sha != sha256 else None
+
     try:
-        with os.fdopen(descriptor, "wb") as out:
-            fetch(url, out, token=None, label=CORPUS_NAME)
-        sha = file_sha256(Path(partial))
-        if sha256 and sha != sha256:
-            return f"{CORPUS_NAME}: sha256 {sha}, expected CORPUS_SHA256={sha256}"
-        Path(partial).chmod(0o644)
-        Path(partial).replace(root / CORPUS_NAME)
-        return ""
+        return fetch_file(url, root / CORPUS_NAME, token=None, check=matching) or ""
     except FetchError as error:
         return f"{CORPUS_NAME}: {error}"
-    finally:
-        Path(partial).unlink(missing_ok=True)
 
 
 def copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
@@ -55,6 +48,6 @@ def copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
     if dry_run:
         print(shell_line(["cp", source, target]))
         return ""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
+    with open_regular(source) as read, atomic_output(target, "wb") as out:
+        shutil.copyfileobj(read, out)
     return ""

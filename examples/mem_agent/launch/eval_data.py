@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,12 +30,13 @@ from pydantic import BaseModel
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT
 from mem_agent.common.printable import printable, shell_line
+from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.launch.eval_corpus import HOTPOTQA_DEV_SHA256, HOTPOTQA_DEV_URL, copy_corpus, download_corpus
 from mem_agent.launch.eval_settings import RULER_HQA_LENGTHS, DocumentCounts
-from mem_agent.launch.hub_files import FetchError, fetch
+from mem_agent.launch.hub_files import FetchError, fetch_file
 from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
 from mem_agent.launch.script_settings import Switch, help_text, read
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
@@ -172,24 +172,19 @@ def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
         if token:
             print("  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only")
         return Status("missing")
-    root.mkdir(parents=True, exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(prefix=f"{name}.partial.", dir=root)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.fchmod(descriptor, 0o666 & ~umask)  # a temporary file is 0600; this one is data
+    outcome = Status("download failed")
+
+    def valid(partial: Path) -> str | None:
+        nonlocal outcome
+        outcome = _checked(partial, "downloaded", "download failed")
+        return None if outcome.state == "downloaded" else f"downloaded file is not a valid eval file: {outcome.reason}"
+
     try:
-        with os.fdopen(descriptor, "wb") as out:
-            fetch(url, out, token=token, label=name)
-        status = _checked(Path(partial), "downloaded", "download failed")
-        if status.state == "downloaded":
-            Path(partial).replace(root / name)
-            return status
-        status.reason = f"downloaded file is not a valid eval file: {status.reason}"
-        return status
+        problem = fetch_file(url, root / name, token=token, check=valid)
     except FetchError as error:
         return Status("download failed", reason=str(error))
-    finally:
-        Path(partial).unlink(missing_ok=True)
+    outcome.reason = problem or outcome.reason
+    return outcome
 
 
 def _build(settings: PrepareSettings, absent: list[str]) -> dict[str, Status]:
@@ -264,7 +259,11 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     except LaunchRefused as refused:
         print(refusal_text(refused), file=sys.stderr)
         return 2
-    status = prepare(settings, (settings.lengths or settings.length).split(), environ)
+    try:
+        status = prepare(settings, (settings.lengths or settings.length).split(), environ)
+    except UsageError as error:  # a link, a FIFO or a hard link where a file is written
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 1 if print_table(Path(settings.data_root), status) else 0
 
 

@@ -22,15 +22,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mem_agent.common.console import command_parser
+from mem_agent.common.guarded_files import check_outputs, open_lock
 from mem_agent.common.numbers import integer
 from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
-from mem_agent.common.safe_files import open_no_follow
 from mem_agent.common.usage import UsageError, split_command
 from mem_agent.launch.serving import CPU_STACK, GpuLayout, Group
+from mem_agent.serving.cpu_stack import STACK_LOGS
 from mem_agent.serving.processes import ManagedProcess, ServerStartError
 
 MEM_AGENT_DIR = Path(__file__).resolve().parents[1]
+SERVER_LOGS = "servers"  # the servers' logs, in the run folder
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -95,8 +97,8 @@ class _Launch:
         if self.args.dry_run:
             print(shell_line(argv))
             return None
-        log = Path(self.args.run_dir) / "servers" / f"{name}.log"
-        process = self.group.start(name, argv, log)
+        log = Path(self.args.run_dir) / SERVER_LOGS / f"{name}.log"
+        process = self.group.start(name, argv, log, log_root=Path(self.args.run_dir))
         print(printable(f"started {name} (pid {process.pid}, log {log})"))
         return process
 
@@ -127,7 +129,10 @@ class _Launch:
         """The local stack (vLLM's CPU build behind vllm-router) runs the evaluator with the stack's
         MEM_ROUTER_URL and MEM_MODEL_PATH, its defaults for --url and --tokenizer, and stops both after."""
         timeout = ["--start-timeout", str(self.args.serve_timeout)]
-        stack = [self.args.python, *CPU_STACK, "exec", *model, "--run-dir", f"{self.args.run_dir}/servers", *timeout]
+        servers = Path(self.args.run_dir) / SERVER_LOGS
+        if not self.args.dry_run:  # the stack writes its logs where it is told: no link on the way there
+            check_outputs([servers / name for name in STACK_LOGS], root=Path(self.args.run_dir))
+        stack = [self.args.python, *CPU_STACK, "exec", *model, "--run-dir", str(servers), *timeout]
         return self._run("local_stack", [*stack, "--", *self.evaluate], locked=True)
 
     def _demo(self) -> int:
@@ -203,8 +208,7 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
 def _hold_run_folder(folder: Path) -> int:
     """The run folder's lock, through a descriptor this process keeps for its life and passes to the
     evaluator, which runs under it (run_folder.LOCK_FD_ENV) instead of refusing itself."""
-    folder.mkdir(parents=True, exist_ok=True)
-    descriptor = open_no_follow(lock_path(folder), os.O_RDWR | os.O_CREAT)
+    descriptor = open_lock(lock_path(folder))
     hold_descriptor(descriptor, folder, os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
     os.environ[LOCK_FD_ENV] = str(descriptor)
     return descriptor

@@ -16,9 +16,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
 from tqdm import tqdm
+
+from mem_agent.common.guarded_files import atomic_output
 
 TIMEOUT_S = 30.0  # to connect, and for each read: a stalled transfer ends after this long without a byte
 ATTEMPTS = 3
@@ -64,6 +68,26 @@ def fetch(url: str, out: BinaryIO, *, token: str | None, label: str, timeout_s: 
             raise FetchError(f"{reason} (tried {ATTEMPTS} times)")
         time.sleep(2 ** (attempt - 1))
     raise AssertionError("unreachable")
+
+
+class _NotKept(Exception):
+    """A fetched file that its check refused: the block's way out of atomic_output without keeping it."""
+
+
+def fetch_file(url: str, path: Path, *, token: str | None, check: Callable[[Path], str | None]) -> str | None:
+    """`url` fetched into `path` (common/guarded_files.py: never through a link, atomically), which it
+    replaces only when `check`, given the fetched file, finds no problem (None); the problem otherwise,
+    with `path` left as it was. FetchError when it cannot be fetched."""
+    try:
+        with atomic_output(path, "wb") as out:
+            fetch(url, out, token=token, label=Path(path).name)
+            out.flush()
+            problem = check(Path(out.name))
+            if problem is not None:
+                raise _NotKept(problem)
+    except _NotKept as refused:
+        return str(refused)
+    return None
 
 
 def _copy(response: http.client.HTTPResponse, out: BinaryIO, label: str) -> int:

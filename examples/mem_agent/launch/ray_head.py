@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.common.console import command_parser
+from mem_agent.common.guarded_files import check_output, open_append_log
 from mem_agent.common.numbers import integer, number
-from mem_agent.common.usage import split_command
+from mem_agent.common.usage import UsageError, split_command
 from mem_agent.serving.processes import living_processes
 
 POLL_S = 0.1  # how often the keeper looks at its parent and the head
@@ -97,6 +98,9 @@ def keep(argv: Sequence[str], *, parent: int, grace_s: float, log_path: Path, cw
     except OSError as error:
         print(f"error: cannot start {argv[0]}: {error}", file=sys.stderr)
         return 1
+    except UsageError as error:  # its log is a link, a FIFO, a hard link
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     print(head.pid, flush=True)
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the launcher reads one line only
     while head.poll() is None and not asked and os.getppid() == parent:
@@ -142,7 +146,7 @@ def _in_own_session(
     argv: Sequence[str], cwd: Path, log_path: Path, preexec: Callable[[], None] | None = None
 ) -> subprocess.Popen[bytes]:
     """`argv` started in a session of its own, its output appended to `log_path`."""
-    with log_path.open("ab") as log:
+    with open_append_log(log_path) as log:
         return subprocess.Popen(
             list(argv),
             cwd=cwd,
@@ -157,7 +161,7 @@ def _in_own_session(
 def start_head(argv: Sequence[str], *, log_path: Path, cwd: Path, grace_s: float, kept: bool) -> RayHead:
     """Start `argv` (`ray start --head ... --block`) from `cwd` (the workers of a job without a working_dir
     run in the folder their raylet was started from, and the trainers' scripts rely on that)."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
+    check_output(log_path)  # refused here, in one line, rather than by the keeper
     if kept:
         head = _in_own_session(argv, cwd, log_path)
         return RayHead(head.pid, head, log_path, grace_s, kept=True)

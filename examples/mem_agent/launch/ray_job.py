@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mem_agent.common.console import command_parser
 from mem_agent.common.numbers import number, parse_switch
-from mem_agent.common.usage import split_command
+from mem_agent.common.usage import UsageError, split_command
 from mem_agent.launch.ray_head import HeadStartError, RayHead, signal_on_parent_death, start_head
 from mem_agent.serving.processes import log_tail
 
@@ -141,6 +141,9 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     except (LaunchFailed, HeadStartError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except UsageError as error:  # the head's log is a link, a FIFO, a hard link
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     except Stopped as stopped:

@@ -107,8 +107,16 @@ class Group:
         self.grace_s = grace_s
         self.started: list[ManagedProcess] = []
 
-    def start(self, name: str, argv: Sequence[str], log: Path | None, pass_fds: Sequence[int] = ()) -> ManagedProcess:
-        process = start_process(name, argv, log, grace_s=self.grace_s, pass_fds=pass_fds)
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path | None,
+        pass_fds: Sequence[int] = (),
+        *,
+        log_root: Path | None = None,
+    ) -> ManagedProcess:
+        process = start_process(name, argv, log, grace_s=self.grace_s, pass_fds=pass_fds, log_root=log_root)
         self.started.append(process)
         return process
 

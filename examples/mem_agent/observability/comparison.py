@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import check_outputs, write_text_atomic
 from mem_agent.common.run_folder import folder_in_use
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.cell_scores import (
@@ -87,7 +87,7 @@ def load_eval_run(path: Path, name: str | None = None, notes: list[str] | None =
     items = {}
     for label in cells:
         results_path = Path(path) / f"results_{label}.jsonl"
-        lines = read_results(results_path, notes) if results_path.is_file() else []
+        lines = read_results(results_path, notes) if results_path.exists() else []  # a FIFO there: refused
         items[label] = {line["id"]: line for line in unique_items(lines)}
     mode = str(facts.get("mode") or (facts.get("config") or {}).get("mode") or "memagent")
     folder = Path(path).resolve().name
@@ -238,6 +238,11 @@ class ComparisonRequest:
     force: bool
 
 
+def compare_outputs(output_dir: Path) -> tuple[Path, Path]:
+    """compare.json and compare.png in `output_dir`."""
+    return output_dir / NUMBERS_NAME, output_dir / PLOT_NAME
+
+
 def compare_runs(request: ComparisonRequest) -> None:
     """Print a table per suite, the paired table, the questions the runs disagree on and the
     settings that differ; write the numbers and the plot. UsageError: fewer than two runs, labels
@@ -261,7 +266,8 @@ def compare_runs(request: ComparisonRequest) -> None:
     ]
     found = [d for first, second in pairs for d in report.disagreements(first, second, metric)]
     differing = report.differing_settings(runs)
-    request.output_dir.mkdir(parents=True, exist_ok=True)
+    numbers_path, plot_path = outputs = compare_outputs(request.output_dir)
+    check_outputs(outputs)  # both, before either is written
     numbers = {
         "metric": metric,
         "average_weighting": WEIGHTING,
@@ -274,7 +280,6 @@ def compare_runs(request: ComparisonRequest) -> None:
         },
         "disagreements": [{"right": d.right, "wrong": d.wrong, "ids": d.ids} for d in found],
     }
-    numbers_path, plot_path = request.output_dir / NUMBERS_NAME, request.output_dir / PLOT_NAME
     write_text_atomic(numbers_path, json.dumps(numbers, indent=2, allow_nan=False, default=str) + "\n")
     plot_runs(runs, metric, plot_path)
     # Printed once everything is written: a reader that stops early (| head) loses no file.

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.atomic_files import write_figure_png
+from mem_agent.common.guarded_files import write_figure_png
 from mem_agent.evaluation.accuracy_plot import finish_accuracy_axes, tokens_label
 from mem_agent.evaluation.cell_scores import cell_metric, suite_title
 from mem_agent.evaluation.cell_tables import cut_label

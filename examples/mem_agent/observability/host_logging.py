@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from mem_agent.common.safe_files import append_bytes
+from mem_agent.common.guarded_files import append_bytes
 
 logger = logging.getLogger("mem_agent.observability")
 
@@ -68,5 +68,4 @@ def save_dir(args: Any) -> Path | None:
 def append_metrics_line(path: Path, line: dict[str, Any]) -> None:
     """Append one line and flush it: a crash loses at most the line being written. A rollout
     run again after a resume appends a second line; readers keep the last one per rollout."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     append_bytes(path, orjson.dumps({**line, "time": round(time.time(), 3)}) + b"\n")

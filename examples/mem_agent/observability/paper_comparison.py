@@ -20,14 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.guarded_files import check_outputs, write_figure_png, write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.accuracy_plot import draw_published, finish_accuracy_axes, tokens_label
 from mem_agent.evaluation.cell_scores import HEADLINE
 from mem_agent.evaluation.paper_beside import beside_run
 from mem_agent.evaluation.paper_tables import PaperRow, PaperTable, choose, protocol_differences
 from mem_agent.evaluation.ruler_report import length_label
-from mem_agent.observability.comparison import ComparisonRequest, EvalRun, compare_runs, load_eval_run
+from mem_agent.observability.comparison import (
+    ComparisonRequest,
+    EvalRun,
+    compare_outputs,
+    compare_runs,
+    load_eval_run,
+)
 
 NUMBERS_NAME, PLOT_NAME = "paper_comparison.json", "paper_comparison.png"
 
@@ -58,7 +64,10 @@ def compare_with_papers(request: ComparisonRequest, papers: Sequence[str]) -> No
                 f"--paper {choice} holds {table.metric}; runs are set beside it by --metric {table.metric}"
                 f" or {HEADLINE}"
             )
-    if len(request.runs) >= 2:
+    numbers_path, plot_path = request.output_dir / NUMBERS_NAME, request.output_dir / PLOT_NAME
+    both = len(request.runs) >= 2  # compared with each other too: compare's outputs first
+    check_outputs([*(compare_outputs(request.output_dir) if both else ()), numbers_path, plot_path])
+    if both:
         compare_runs(request)
         print()
     labels = request.labels or [None] * len(request.runs)
@@ -72,9 +81,7 @@ def compare_with_papers(request: ComparisonRequest, papers: Sequence[str]) -> No
                 f"no run has a column of {beside.table.name} ({', '.join(beside.table.columns)}"
                 f" {'tokens of RULER' if beside.table.metric == 'ruler_average' else 'documents of RULER-HQA'})"
             )
-    request.output_dir.mkdir(parents=True, exist_ok=True)
     numbers = [_report(beside) for beside in besides]
-    numbers_path, plot_path = request.output_dir / NUMBERS_NAME, request.output_dir / PLOT_NAME
     write_text_atomic(numbers_path, json.dumps(numbers, indent=2, allow_nan=False) + "\n")
     _plot(besides, plot_path)
     print(f"plot: {plot_path}  numbers: {numbers_path}")

@@ -13,7 +13,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mem_agent.common.run_folder import hold_run_folder
+from mem_agent.common.guarded_files import check_output
+from mem_agent.common.run_folder import hold_run_folder, lock_path
 from mem_agent.common.usage import UsageError
 from mem_agent.host.hook_config import settings
 from mem_agent.observability.host_logging import (
@@ -91,7 +92,7 @@ def _records_folder(args: Any) -> Path | None:
     if folder is None:
         return None
     try:
-        (folder / TRAJECTORY_DIR).mkdir(parents=True, exist_ok=True)
+        check_output(lock_path(folder / TRAJECTORY_DIR), root=folder)  # SAVE/trajectories itself no link
         hold_run_folder(
             folder / TRAJECTORY_DIR,
             command="trainer (mem_agent.rollout_log)",

@@ -133,7 +133,7 @@ def _evaluation(path: Path) -> RunView:
 
 def _summary(folder: Path, live: list[str]) -> dict[str, Any] | None:
     """The folder's summary.json; none while a run holds the folder (it is an earlier run's)."""
-    return read_summary(folder / SUMMARY_NAME) if (folder / SUMMARY_NAME).is_file() and not live else None
+    return read_summary(folder / SUMMARY_NAME) if (folder / SUMMARY_NAME).exists() and not live else None
 
 
 def _records_file(path: Path, notes: list[str]) -> RunView:

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.guarded_files import atomic_output
 from mem_agent.host.hook_config import scored_rows
 from mem_agent.host.trajectory_rows import ground_truths, group_trajectories, info_of
 from mem_agent.observability.metrics import TrajectoryFacts

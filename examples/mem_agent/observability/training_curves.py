@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 import pydantic
 
-from mem_agent.common.atomic_files import write_figure_png, write_text_atomic
+from mem_agent.common.guarded_files import check_outputs, write_figure_png, write_text_atomic
 from mem_agent.common.jsonl_lines import read_json_lines, validated
 from mem_agent.common.usage import UsageError
 from mem_agent.observability.host_logging import METRICS_FILE
@@ -120,24 +120,35 @@ def table_csv(entries: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return buffer.getvalue()
 
 
+# A spreadsheet reads a cell that starts with one of these as a formula (=HYPERLINK(...), a DDE call);
+# a text cell that does is written after an apostrophe, which shows it as the text it is (OWASP's rule).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
-    return str(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # a number, negative ones too, stays a number
+    text = str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def write_summary(run: RunMetrics, output_dir: Path, *, plot: bool = True) -> list[Path]:
-    """train_summary.csv (and eval_summary.csv, and train_summary.png); returns what was written."""
-    output_dir.mkdir(parents=True, exist_ok=True)
+    """train_summary.csv (and eval_summary.csv, and train_summary.png); returns what was written.
+    Every output is checked before the first is written: a refused one leaves the others as they were."""
     written = [output_dir / "train_summary.csv"]
-    write_text_atomic(written[0], table_csv(run.rollouts, TRAIN_COLUMNS))
     if run.evals:
         written.append(output_dir / "eval_summary.csv")
-        write_text_atomic(written[-1], table_csv(run.evals, EVAL_COLUMNS))
     if plot:
         written.append(output_dir / "train_summary.png")
+    check_outputs(written)
+    write_text_atomic(written[0], table_csv(run.rollouts, TRAIN_COLUMNS))
+    if run.evals:
+        write_text_atomic(written[1], table_csv(run.evals, EVAL_COLUMNS))
+    if plot:
         draw(run, written[-1])
     return written
 

@@ -23,8 +23,8 @@ import pydantic
 from mem_agent.agent.gold_marks import gold_span
 from mem_agent.agent.records import Trajectory, TurnKind
 from mem_agent.agent.scoring import AnswerScores
+from mem_agent.common.guarded_files import append_bytes
 from mem_agent.common.jsonl_lines import LineError, field_problem, read_json_lines
-from mem_agent.common.safe_files import append_bytes
 
 SCHEMA = "mem_agent.trajectory/1"
 EXCERPT_CHARS = 600  # of a chunk's text per memory turn: a 1,000-question run of 20 chunks keeps 12 MB

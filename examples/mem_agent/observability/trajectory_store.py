@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from mem_agent.common.atomic_files import atomic_output
+from mem_agent.common.guarded_files import atomic_output
 from mem_agent.observability.trajectory_records import TrajectoryRecord, append_records, read_records
 
 

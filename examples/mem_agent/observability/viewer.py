@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import open_regular, write_text_atomic
+from mem_agent.common.usage import UsageError
 from mem_agent.observability.page_filters import filter_options, item_keys, metric_line
 from mem_agent.observability.page_parts import item_view, row_line
 from mem_agent.observability.page_selection import ViewChoice, metric_of, select
@@ -130,7 +131,7 @@ def write_page(run: RunView, output: Path, limits: ViewLimits, choice: ViewChoic
 def is_page(path: Path) -> bool:
     """Whether `path` is a page this viewer wrote (its mark in the first KiB): one it may replace."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             return PAGE_MARK in handle.read(1024)
-    except OSError:
+    except (OSError, UsageError):
         return False

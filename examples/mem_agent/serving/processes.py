@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mem_agent.common.guarded_files import open_append_log, read_regular_text
+from mem_agent.common.usage import UsageError
+
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_S = 15.0  # SIGTERM to SIGKILL, for a stop by us and for one by a tether whose parent we were
 
@@ -48,8 +51,8 @@ def log_tail(path: Path | None, max_lines: int = 40) -> str:
     if path is None:
         return "(no log: its output went to the console)"
     try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
+        lines = read_regular_text(path, errors="replace").splitlines()
+    except (OSError, UsageError):
         return "(no log)"
     return "\n".join(lines[-max_lines:])
 
@@ -147,19 +150,20 @@ def start_process(
     *,
     grace_s: float = STOP_GRACE_S,
     pass_fds: Sequence[int] = (),
+    log_root: Path | None = None,
 ) -> ManagedProcess:
     """Start `argv` in a new process group under a tether to this process (serving/tether.py): if we
     die, even by SIGKILL, the group is stopped within the tether's poll plus `grace_s`. Its output
-    goes to `log_path`, or with None where ours goes (a command run in the foreground); `pass_fds`
-    are descriptors it keeps (a run folder's lock)."""
+    is appended to `log_path` (common/guarded_files.py: never through a link at it or at a folder
+    below `log_root`, the run folder), or with None goes where ours goes (a command run in the
+    foreground); `pass_fds` are descriptors it keeps (a run folder's lock)."""
     options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "env": {**os.environ, **(env or {})}}
     options |= {"start_new_session": True, "pass_fds": tuple(pass_fds)}
     command = [*tether_command(grace_s), "--", *argv]
     if log_path is None:
         popen = subprocess.Popen(command, **options)
     else:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("ab") as log:
+        with open_append_log(log_path, log_root) as log:
             popen = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **options)
     return ManagedProcess(name=name, argv=list(argv), log_path=log_path, popen=popen)
 

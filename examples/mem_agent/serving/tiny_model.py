@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, resolve_tokenizer_path
 
 QWEN3_VOCAB = 151936
@@ -121,7 +122,7 @@ def _build(spec: TinyQwen3Spec, tokenizer_dir: Path, out: Path) -> None:
         model.lm_head.weight[favoured, 0] = spec.vocabulary_gain
     model.to(torch.bfloat16).save_pretrained(out)
     AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True).save_pretrained(out)
-    (out / "mem_agent_tiny_spec.json").write_text(json.dumps(asdict(spec), indent=2) + "\n")
+    write_text_atomic(out / "mem_agent_tiny_spec.json", json.dumps(asdict(spec), indent=2) + "\n")
 
 
 def _single_token_ids(tokenizer_dir: Path, words: list[str]) -> list[int]:

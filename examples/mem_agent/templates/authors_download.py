@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from mem_agent.common.atomic_files import write_text_atomic
+from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.common.usage import UsageError
 from mem_agent.templates.sources import SOURCES, Source, SourceError, extract
 from mem_agent.templates.template_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file

@@ -19,7 +19,7 @@ import orjson
 
 from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS, score_longbench_answer
 from mem_agent.agent.scoring import ReportingRules
-from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.jsonstream import DataFormatError, open_data
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.accuracy_plot import plot_bars
 from mem_agent.evaluation.cell_tables import cells_table
@@ -59,11 +59,7 @@ class LongBench:
         return [root / f"{task}.jsonl" for task in tasks]
 
     def read(self, file: EvalFile) -> Iterator[EvalItem]:
-        try:
-            handle = file.path.open("rb")
-        except OSError as error:
-            raise DataFormatError(f"{file.path}: cannot read: {error.strerror}") from None
-        with handle:
+        with open_data(file.path) as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
                     yield _item(file, _record(line, f"{file.path}: line {number}"), f"{file.path}: line {number}")

@@ -28,7 +28,7 @@ import orjson
 
 from mem_agent.agent.ruler_scoring import QA_SPLITS, RULER_SPLITS, STRING_MATCH_ALL, score_ruler_answer
 from mem_agent.agent.scoring import ReportingRules
-from mem_agent.common.jsonstream import DataFormatError, iter_json_array
+from mem_agent.common.jsonstream import DataFormatError, iter_json_array, open_data
 from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_corpus import corpus_documents, corpus_path, render_indexed
 from mem_agent.data.ruler_records import split_ruler_input
@@ -146,15 +146,12 @@ class Ruler:
 
 def _records(path: Path) -> Iterator[Any]:
     """A JSON array, or JSON Lines (a file whose first character is `{`), one record at a time."""
-    try:
-        with Path(path).open("rb") as handle:
-            first = handle.read(64).lstrip()[:1]
-    except OSError as error:
-        raise DataFormatError(f"{path}: cannot read: {error.strerror}") from None
+    with open_data(path) as handle:
+        first = handle.read(64).lstrip()[:1]
     if first != b"{":
         yield from iter_json_array(path)
         return
-    with Path(path).open("rb") as handle:
+    with open_data(path) as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():
                 try:
