@@ -8,6 +8,7 @@ every command's parser passes its name explicitly: `python -m mem_agent.<module>
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 
 _dispatched: dict[str, str] = {}  # module -> the name the dispatcher runs it under, while it runs
@@ -26,3 +27,13 @@ def dispatched_as(module: str, name: str) -> Iterator[None]:
 def program_name(module: str) -> str:
     """The name the user typed to start `module`: the dispatcher's, else `python -m module`."""
     return _dispatched.get(module, f"python -m {module}")
+
+
+def print_any_path() -> None:
+    """Let stdout print what stderr already does: a character its encoding cannot hold as a
+    backslash escape. A file name that is not UTF-8 reaches Python as lone surrogates (`\\udcff`),
+    and a strict stdout (a UTF-8 locale's) would end a command that has done its work with a
+    UnicodeEncodeError at its last line ("wrote ... to <path>")."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
