@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.console import program_name
+from mem_agent.common.console import print_any_path, program_name
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_build import RulerBuildRequest, write_ruler_files
@@ -27,9 +27,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("mem_agent.build_ruler"), description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=Path, required=True, help="folder for eval_<split>_<length>.json")
     parser.add_argument("--splits", nargs="+", choices=RULER_SPLITS, default=list(RULER_SPLITS), metavar="SPLIT")
-    parser.add_argument("--lengths", type=int, nargs="+", required=True, help="tokens per item, e.g. 8192 16384")
+    parser.add_argument(
+        "--lengths", type=int, nargs="+", required=True, help="tokens per item, e.g. 8192 16384 (at most 4,194,304)"
+    )
     parser.add_argument("--tokenizer", required=True, help="the policy's tokenizer (a model folder)")
-    parser.add_argument("--num-samples", type=int, default=128, help="items per file (default: 128, as MemAgent's)")
+    parser.add_argument(
+        "--num-samples", type=int, default=128, help="items per file, at most 10,000 (default: 128, as MemAgent's)"
+    )
     parser.add_argument("--seed", type=int, default=42, help="generator seed (default: 42)")
     parser.add_argument("--essay", type=Path, help="a text file: the essay haystack's sentences")
     parser.add_argument("--squad", type=Path, help="SQuAD 2.0 layout JSON (qa_1)")
@@ -38,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_any_path()
     args = build_parser().parse_args(argv)
     request = RulerBuildRequest(
         args.out_dir,
