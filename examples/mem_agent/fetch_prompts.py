@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import program_name
+from mem_agent.common.console import print_any_path, program_name
 from mem_agent.common.usage import UsageError
 from mem_agent.templates.authors_download import DEFAULT_BASE_URL, FetchError, FetchRequest, fetch_template_file
 from mem_agent.templates.sources import SOURCES
@@ -57,11 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="template: the chat template's own default, as the authors' clients; on/off: enable_thinking "
         "(default: %(default)s)",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds for the download (default: 30)")
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds for the whole download, not only each read (default: 30)"
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_any_path()
     args = build_parser().parse_args(argv)
     request = FetchRequest(
         list_sources=args.list,
