@@ -20,7 +20,9 @@ from mem_agent.data.synthetic import SyntheticRequest, write_synthetic_set
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program_name("mem_agent.synthetic_qa"), description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="output JSON file")
-    parser.add_argument("--num-questions", type=int, default=128, help="questions to generate (default: 128)")
+    parser.add_argument(
+        "--num-questions", type=int, default=128, help="questions to generate, at most 100,000 (default: 128)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     return parser
 
