@@ -55,13 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _request(args: argparse.Namespace) -> DocumentRequest:
-    """Every problem of the flags and settings at once (one line), then the server's address."""
-    config, sampling, _, _ = gather(
-        lambda: config_from_args(args),
-        lambda: sampling_from_args(args),
-        lambda: check_json_path(args.json),
-        lambda: check_document(args.document),
+    """Every problem of the flags and settings at once (one line), then the server's address, then
+    the files: the document's path and the --json file's (never one of the files read)."""
+    config, sampling, _ = gather(
+        lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: check_json_path(args.json)
     )
+    server = client_settings(args.url, args, config, concurrency=1)
+    check_document(args.document)
     check_json_inputs(args.json, args.document, config.prompts)
     return DocumentRequest(
         question=args.question,
@@ -69,7 +69,7 @@ def _request(args: argparse.Namespace) -> DocumentRequest:
         tokenizer=args.tokenizer,
         config=config,
         sampling=sampling,
-        server=client_settings(args.url, args, config, concurrency=1),
+        server=server,
         json_path=args.json,
         quiet=args.quiet,
     )
