@@ -102,7 +102,7 @@ def test_an_unreadable_path_and_a_missing_hub_are_one_line_errors(tmp_path, caps
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import: set both
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     assert prepare_data.main(["--input", str(tmp_path / "absent.json"), "--output", str(tmp_path / "o.jsonl")]) == 2
-    assert "cannot read" in capsys.readouterr().err
+    assert f"--input {tmp_path / 'absent.json'}" in capsys.readouterr().err
     argv = ["--hf-dataset", "hotpot_qa", "--hf-config", "distractor", "--output", str(tmp_path / "o.jsonl")]
     assert prepare_data.main(argv) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]

@@ -15,7 +15,10 @@ Rules, so the files are reproducible and honest:
   shuffle, which is reported in the summary);
 - with N below the question's own paragraph count, its supporting paragraphs are kept first.
 - input with no paragraph outside some question's own (one question, say) is refused: an item
-  never claims N documents while holding fewer.
+  never claims N documents while holding fewer;
+- a row that repeats an earlier one (the same question, answers and paragraphs) is named and left
+  out, so no question counts twice in a file's accuracy (`--keep-repeats` keeps it);
+- no output is the input itself, `--force` or not.
 Items are written one at a time (an eval_6400 file is about 450 MB), to a temporary file that
 replaces the output only when complete.
 
@@ -32,7 +35,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, print_any_path
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
@@ -55,10 +58,16 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="contexts as text, or as positions in the input's documents (auto: index above 10,000 documents)",
     )
+    parser.add_argument(
+        "--keep-repeats",
+        action="store_true",
+        help="write a question that repeats an earlier row (default: leave it out; either way it is named)",
+    )
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_any_path()
     args = build_parser().parse_args(argv)
     request = LongContextRequest(
         input=args.input,
@@ -68,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out_dir=args.out_dir,
         force=args.force,
         layout=args.layout,
+        keep_repeats=args.keep_repeats,
     )
     try:
         write_long_context_files(request)

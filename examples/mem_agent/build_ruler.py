@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, print_any_path
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
@@ -28,11 +28,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser("mem_agent.build_ruler", __doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=Path, required=True, help="folder for eval_<split>_<length>.json")
     parser.add_argument("--splits", nargs="+", choices=RULER_SPLITS, default=list(RULER_SPLITS), metavar="SPLIT")
-    # --lengths and --num-samples: positive, checked with the sources (data/ruler_build.check_request), all at once
-    parser.add_argument("--lengths", type=integer(), nargs="+", required=True, help="tokens per item, e.g. 8192 16384")
+    # --lengths and --num-samples: positive and bounded, checked with the sources (data/ruler_build.check_request)
+    parser.add_argument(
+        "--lengths",
+        type=integer(),
+        nargs="+",
+        required=True,
+        help="tokens per item, e.g. 8192 16384 (at most 4,194,304)",
+    )
     parser.add_argument("--tokenizer", required=True, help="the policy's tokenizer (a model folder)")
     parser.add_argument(
-        "--num-samples", type=integer(), default=128, help="items per file (default: 128, as MemAgent's)"
+        "--num-samples",
+        type=integer(),
+        default=128,
+        help="items per file, at most 10,000 (default: 128, as MemAgent's)",
     )
     parser.add_argument("--seed", type=seed, default=42, help=f"generator seed, 0 to {SEED_LIMIT} (default: 42)")
     parser.add_argument("--essay", type=Path, help="a text file: the essay haystack's sentences")
@@ -42,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_any_path()
     args = build_parser().parse_args(argv)
     request = RulerBuildRequest(
         args.out_dir,

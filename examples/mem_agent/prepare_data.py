@@ -23,9 +23,11 @@ Sources: a JSON array or JSON Lines file, a parquet file, or a Hugging Face data
 huggingface_hub, see mem_agent/data/row_sources.py; `--hf-config` reads a dataset's named
 configuration through `datasets`, e.g. `--hf-dataset hotpot_qa --hf-config distractor`). These
 need the `data` extra, installed by scripts/bootstrap.sh. Output goes to a temporary file renamed into
-place at the end; an existing output is kept unless `--force`. A malformed row stops the run with
-a one-line error naming file, row and field (exit 2); rows with an empty answer are skipped and
-counted. Runs as `python -m mem_agent.prepare_data` or as `python examples/mem_agent/prepare_data.py`.
+place at the end; an existing output is kept unless `--force`, and the input is never written over.
+A malformed row stops the run with a one-line error naming file, row and field (exit 2); rows
+with an empty answer are skipped and counted; a row that repeats an earlier one (the same
+question, answers and documents) is named and left out unless `--keep-repeats`. Runs as
+`python -m mem_agent.prepare_data` or as `python examples/mem_agent/prepare_data.py`.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, print_any_path
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, number, seed
+from mem_agent.common.usage import UsageError
 from mem_agent.data.row_sources import HUB_ANSWER_S
 from mem_agent.data.training_file import TrainingFileRequest, write_training_file
 
@@ -95,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long to wait for the hub's first answer (default: %(default)g)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file (default: refuse)")
+    parser.add_argument(
+        "--keep-repeats",
+        action="store_true",
+        help="write a row that repeats an earlier one (default: leave it out; either way it is named)",
+    )
     return parser
 
 
@@ -113,14 +121,16 @@ def _request(args: argparse.Namespace) -> TrainingFileRequest:
         tokenizer=args.tokenizer,
         force=args.force,
         hub_timeout_s=args.hub_timeout,
+        keep_repeats=args.keep_repeats,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_any_path()
     request = _request(build_parser().parse_args(argv))
     try:
         write_training_file(request)
-    except DataFormatError as error:
+    except (DataFormatError, UsageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # mostly the output side (disk full, no permission): name the file it hit

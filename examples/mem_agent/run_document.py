@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.records import TrajectoryStatus
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, print_any_path
 from mem_agent.common.usage import UsageError, gather
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
@@ -28,7 +28,13 @@ from mem_agent.inference.agent_flags import (
     config_from_args,
     sampling_from_args,
 )
-from mem_agent.inference.one_document import DocumentRequest, check_json_path, read_with_agent
+from mem_agent.inference.one_document import (
+    DocumentRequest,
+    check_document,
+    check_json_inputs,
+    check_json_path,
+    read_with_agent,
+)
 from mem_agent.settings.config import ConfigError
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
@@ -46,23 +52,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _request(args: argparse.Namespace) -> DocumentRequest:
-    """Every problem of the flags and settings at once (one line), then the server's address."""
+    """Every problem of the flags and settings at once (one line), then the server's address, then
+    the files: the document's path and the --json file's (never one of the files read)."""
     config, sampling, _ = gather(
         lambda: config_from_args(args), lambda: sampling_from_args(args), lambda: check_json_path(args.json)
     )
+    server = client_settings(args.url, args, config, concurrency=1)
+    check_document(args.document)
+    check_json_inputs(args.json, args.document, config.prompts)
     return DocumentRequest(
         question=args.question,
         document=args.document,
         tokenizer=args.tokenizer,
         config=config,
         sampling=sampling,
-        server=client_settings(args.url, args, config, concurrency=1),
+        server=server,
         json_path=args.json,
         quiet=args.quiet,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    print_any_path()
     args = build_parser().parse_args(argv)
     try:
         trajectory = read_with_agent(_request(args))

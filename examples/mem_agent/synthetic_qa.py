@@ -21,7 +21,9 @@ from mem_agent.data.synthetic import SyntheticRequest, write_synthetic_set
 def build_parser() -> argparse.ArgumentParser:
     parser = command_parser("mem_agent.synthetic_qa", __doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True, help="output JSON file")
-    parser.add_argument("--num-questions", type=integer(1), default=128, help="questions to generate (default: 128)")
+    parser.add_argument(
+        "--num-questions", type=integer(1), default=128, help="questions to generate, at most 100,000 (default: 128)"
+    )
     parser.add_argument("--seed", type=seed, default=0, help=f"random seed, 0 to {SEED_LIMIT} (default: 0)")
     return parser
 

@@ -94,3 +94,13 @@ def _flag(action: argparse.Action) -> str:
     """The flag's long name (`--max-items`, not `-m`), or a positional argument's name."""
     long = [option for option in action.option_strings if option.startswith("--")]
     return (long or action.option_strings or [str(action.metavar or action.dest)])[0]
+
+
+def print_any_path() -> None:
+    """Let stdout print what stderr already does: a character its encoding cannot hold as a
+    backslash escape. A file name that is not UTF-8 reaches Python as lone surrogates (`\\udcff`),
+    and a strict stdout (a UTF-8 locale's) would end a command that has done its work with a
+    UnicodeEncodeError at its last line ("wrote ... to <path>")."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")

@@ -6,6 +6,12 @@ and hands over one item at a time, so memory stays near one item plus one block.
 4 MiB, not ijson's 64 KiB: a string that spans many blocks costs the parser time for every block
 it spans, and at 64 KiB a 3.5 MB context reads 8 times slower (benchmark 8 in docs/benchmarks.md).
 
+Items are built here from ijson's prefix-free events (`basic_parse`), not by `ijson.items`: its
+prefix strings ("item.item.item...") grow with the nesting, so an item nested d deep costs d**2
+bytes (2.2 GB at d = 30,000, from a 60 KB file); here a level costs one list entry, and nesting
+deeper than MAX_DEPTH is refused. Built here, the items are as quick to read as ijson's (its
+Decimals had to be walked again to become floats; here they become floats as they are read).
+
 What ijson does not say, this module adds to every error: the file, the item being read, and
 where: the first byte that is not UTF-8 (found by decoding the file again, on that error only),
 the file's end for a cut-off file, else the byte range of the block the parser was in.
@@ -32,6 +38,7 @@ from mem_agent.common.console import command_parser
 from mem_agent.common.guarded_files import Refused, atomic_output, open_regular
 
 BLOCK_BYTES = 4 << 20
+MAX_DEPTH = 512  # bound: nesting levels of an item (data files nest under 10 deep)
 _WHITESPACE = b" \t\r\n"
 
 
@@ -65,10 +72,14 @@ def iter_json_array(path: Path, block_bytes: int = BLOCK_BYTES) -> Iterator[Any]
         tracked = _TrackedFile(handle)
         index = 0
         try:
-            for item in ijson.items(tracked, "item", buf_size=block_bytes):
-                yield _as_json_gives(item)
+            for item in _items(ijson.basic_parse(tracked, buf_size=block_bytes)):
+                yield item
                 index += 1
-        except ijson.JSONError as error:
+        except _TooDeep:
+            raise DataFormatError(
+                f"{path}: item {index} is nested deeper than {MAX_DEPTH} levels (bytes {tracked.start}-{tracked.end})"
+            ) from None
+        except (ijson.JSONError, UnicodeDecodeError) as error:
             raise DataFormatError(_located(path, index, tracked, error)) from None
 
 
@@ -83,18 +94,38 @@ def open_data(path: Path) -> IO[bytes]:
         raise DataFormatError(str(error)) from None
 
 
-def _as_json_gives(value: Any) -> Any:
-    """Numbers as the json module gives them: ijson's Decimal as float, integers of any size as int
-    (its float mode would refuse an integer past 64 bits). Changed in place: the item is ours."""
-    if isinstance(value, Decimal):
-        return float(value)
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            value[key] = _as_json_gives(inner)
-    elif isinstance(value, list):
-        for position, inner in enumerate(value):
-            value[position] = _as_json_gives(inner)
-    return value
+class _TooDeep(Exception):
+    pass
+
+
+def _items(events: Iterator[tuple[str, Any]]) -> Iterator[Any]:
+    """The top-level array's items built from its events, numbers as the json module gives them:
+    ijson's Decimal as float, integers of any size as int (its float mode would refuse an integer
+    past 64 bits)."""
+    containers: list[Any] = []  # the open objects and arrays, outermost first, the top-level array left out
+    keys: list[str] = []  # the key each open object's next value goes under
+    next(events)  # the top-level array's start_array
+    for event, value in events:
+        if event == "map_key":
+            keys.append(value)
+            continue
+        if event == "start_map" or event == "start_array":
+            containers.append({} if event == "start_map" else [])
+            if len(containers) > MAX_DEPTH:
+                raise _TooDeep
+            continue
+        if event == "end_map" or event == "end_array":
+            if not containers:  # the top-level array ends: ijson refuses anything after it
+                continue
+            value = containers.pop()
+        elif type(value) is Decimal:
+            value = float(value)
+        if not containers:
+            yield value
+        elif type(containers[-1]) is dict:
+            containers[-1][keys.pop()] = value
+        else:
+            containers[-1].append(value)
 
 
 def _first_significant(handle: IO[bytes]) -> bytes | None:
@@ -117,6 +148,9 @@ def _located(path: Path, index: int, tracked: _TrackedFile, error: Exception) ->
         return f"{path}: unexpected data after the closing ']' ({where}; {index} items before it)"
     if "UTF8" in reason:
         return f"{path}: {_utf8_error(path) or f'item {index}: not UTF-8 in {where} ({reason})'}"
+    if isinstance(error, UnicodeDecodeError):  # ijson decoding a string escape that is not a character
+        escape = "a lone surrogate escape such as \\udcff"
+        return f"{path}: {_utf8_error(path) or f'item {index}: a string in {where} holds {escape}'}"
     return f"{path}: item {index}: invalid JSON in {where} ({reason})"
 
 

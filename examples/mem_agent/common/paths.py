@@ -3,6 +3,8 @@
 An output given by path (`view -o`) never replaces what a command reads: a path that is one of
 its inputs, or that names a run folder's data (results, records, summaries, metrics, the lock),
 is refused, and an existing file is replaced only when the command made it (or with --force).
+"One of its inputs" is the same file, not the same spelling: the same inode where both exist
+(a hard link, a symbolic link, `./a/../in.json`), so `--force` never replaces a command's input.
 
 A run's outputs go to one folder (OUTPUT_ROOT/SAVE_FILE, --output-dir, --out-dir); the names
 inside it come from labels and settings. A name that is absolute, holds `..` or a separator, or
@@ -13,9 +15,10 @@ through `inside` and refuses one that leaves its folder.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from mem_agent.common.input_files import shown
 from mem_agent.common.usage import UsageError
 
 
@@ -59,11 +62,30 @@ def check_output_path(
     """UsageError when writing `output` would replace an input, a run folder's data, or an existing
     file that `ours` does not recognise as this command's (unless `force`)."""
     output = Path(output)
-    resolved = output.resolve()
-    for source in inputs:
-        if resolved == Path(source).resolve():
-            raise UsageError(f"{flag} {output} is the input it reads: choose another file")
+    if any(same_file(output, source) for source in inputs):
+        raise UsageError(f"{flag} {output} is the input it reads: choose another file")
     if any(fnmatch.fnmatchcase(output.name, pattern) for pattern in RUN_DATA):
         raise UsageError(f"{flag} {output} is a run folder's data file: choose another name")
     if output.is_file() and not output.is_symlink() and not force and not ours(output):
         raise UsageError(f"{flag} {output} exists and was not written by this command: pass --force to replace it")
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name one file: the same inode where both exist (a hard link, a symbolic
+    link, a `..` detour), else the same path once links are resolved."""
+    try:
+        return Path(first).samefile(second)
+    except (OSError, ValueError):
+        return Path(first).resolve() == Path(second).resolve()
+
+
+def refuse_writing_inputs(outputs: Mapping[str, Iterable[Path]], inputs: Mapping[str, Path | None]) -> None:
+    """UsageError when an output (by its flag) is one of the files the command reads (by theirs):
+    writing it would replace the input, `--force` or not."""
+    for output_flag, paths in outputs.items():
+        for output in paths:
+            for input_flag, source in inputs.items():
+                if source is not None and same_file(output, source):
+                    raise UsageError(
+                        f"{output_flag} {shown(output)} is the file {input_flag} reads: choose another output"
+                    )

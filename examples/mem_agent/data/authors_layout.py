@@ -88,6 +88,10 @@ class AuthorsRow:
     num_docs: int | None
     data_source: str | None
 
+    def content(self) -> tuple:
+        """What makes two rows one row (data/repeated_rows.py): the question, answers and document."""
+        return self.question, self.answers, self.context
+
 
 def parse_authors_row(raw: dict[str, Any], where: str, position: int) -> AuthorsRow:
     """The row in our shape; `where` ("file: row 3") prefixes every error."""

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mem_agent.data.qa_rows import Paragraph, QaRow, iter_rows
+from mem_agent.data.repeated_rows import Repeats
+
+# bound: documents in a context written as text (prepare-data --num-docs, build-long-context's text
+# layout): ten times MemAgent's largest text-layout file (index layout above 10,000, at most the corpus)
+MAX_CONTEXT_DOCUMENTS = 100_000
 
 
 @dataclass
@@ -22,20 +27,28 @@ class BuildStats:
     reused_pool: int = 0
 
 
-def load_questions(path: Path, limit: int) -> tuple[list[QaRow], list[Paragraph], int]:
-    """The first `limit` answerable rows, every distinct paragraph of the file, and rows skipped."""
-    questions: list[QaRow] = []
+@dataclass
+class LoadedQuestions:
+    questions: list[QaRow]  # the first answerable rows, up to the limit, repeats left out unless kept
+    pool: list[Paragraph]  # every distinct paragraph of the file
+    skipped: int  # rows without an answer
+    repeats: Repeats
+
+
+def load_questions(path: Path, limit: int, keep_repeats: bool = False) -> LoadedQuestions:
+    """The first `limit` answerable rows, every distinct paragraph of the file, and what was left out."""
+    loaded = LoadedQuestions([], [], 0, Repeats(keep_repeats))
     pool: dict[str, Paragraph] = {}
-    skipped = 0
-    for row, _reason in iter_rows(path):
+    for row, where in iter_rows(path):
         if row is None:
-            skipped += 1
+            loaded.skipped += 1
             continue
         for paragraph in row.paragraphs:
             pool.setdefault(paragraph.title, paragraph)
-        if len(questions) < limit:
-            questions.append(row)
-    return questions, list(pool.values()), skipped
+        if len(loaded.questions) < limit and not loaded.repeats.is_dropped(row.content(), where):
+            loaded.questions.append(row)
+    loaded.pool = list(pool.values())
+    return loaded
 
 
 def choose_documents(row: QaRow, pool: Sequence[Paragraph], num_docs: int, rng: random.Random) -> tuple[list, bool]:

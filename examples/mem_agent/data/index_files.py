@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mem_agent.common.jsonstream import DataFormatError, write_json_array_atomic
 from mem_agent.data.hotpot_corpus import Corpus, CorpusQuestion, read_corpus, read_questions
+from mem_agent.data.repeated_rows import Repeats
 
 __all__ = ["INDEX_LAYOUT_ABOVE", "write_index_files"]
 
@@ -27,25 +28,34 @@ INDEX_LAYOUT_ABOVE = 10_000  # MemAgent writes contexts of more documents than t
 
 
 def write_index_files(
-    corpus_path: Path, num_docs: Sequence[int], targets: Sequence[Path], num_questions: int, seed: int
+    corpus_path: Path,
+    num_docs: Sequence[int],
+    targets: Sequence[Path],
+    num_questions: int,
+    seed: int,
+    keep_repeats: bool = False,
 ) -> None:
-    """One file per count in `num_docs`, to the matching path of `targets`; a row per file printed."""
+    """One file per count in `num_docs`, to the matching path of `targets`; a row per file printed.
+    A question that repeats an earlier row is named, and left out unless `keep_repeats`."""
     corpus = read_corpus(corpus_path)
     too_many = [n for n in num_docs if n > len(corpus)]
     if too_many:
         raise DataFormatError(f"{corpus_path}: holds {len(corpus)} documents, fewer than {too_many[0]} per context")
-    questions = _questions(corpus_path, corpus, num_questions)
+    repeats = Repeats(keep_repeats)
+    questions = _questions(corpus_path, corpus, num_questions, repeats)
     print(f"{len(questions)} questions, {len(corpus)} documents in the corpus (sha256 {corpus.sha256[:12]})")
+    if said := repeats.summary():
+        print(said)
     print(f"{'docs':>6} | {'questions':>9} | file")
     for count, target in zip(num_docs, targets, strict=True):
         written = write_json_array_atomic(target, _items(corpus, questions, count, seed))
         print(f"{count:>6} | {written:>9} | {target}")
 
 
-def _questions(path: Path, corpus: Corpus, limit: int) -> list[tuple[int, CorpusQuestion]]:
+def _questions(path: Path, corpus: Corpus, limit: int, repeats: Repeats) -> list[tuple[int, CorpusQuestion]]:
     chosen = []
     for position, question in enumerate(read_questions(path, corpus)):
-        if question.answer.strip():
+        if question.answer.strip() and not repeats.is_dropped(question, f"row {position}"):
             chosen.append((position, question))
         if len(chosen) == limit:
             break

@@ -13,13 +13,17 @@ row's position. Files are a JSON array (streamed) or JSON Lines.
 
 from __future__ import annotations
 
-import json
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from mem_agent.common.jsonstream import DataFormatError, iter_json_array, open_data
+
+MAX_LINE_BYTES = 256 << 20  # bound: one JSON Lines row (MemAgent's training rows are ~150 KB)
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,10 @@ class QaRow:
     paragraphs: tuple[Paragraph, ...]
     supporting_titles: frozenset[str]
 
+    def content(self) -> tuple:
+        """What makes two rows one row (data/repeated_rows.py): the question, answers and documents."""
+        return self.question, self.answers, self.paragraphs
+
 
 def iter_raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
     """(where, parsed row) for a JSON array file ("row 3", from 0) or a JSON Lines file ("line 4", from 1)."""
@@ -46,16 +54,27 @@ def iter_raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
         for index, raw in enumerate(iter_json_array(path)):
             yield f"row {index}", raw
         return
+    yield from _json_lines(path)
+
+
+def _json_lines(path: Path) -> Iterator[tuple[str, Any]]:
+    """Each line parsed by orjson, which refuses what json would let through to fail later: a lone
+    surrogate escape ("\\ud800", no character: it cannot be written as UTF-8 or tokenised) and
+    nesting past 1024 levels (json raises RecursionError). A line is read up to MAX_LINE_BYTES."""
     with open_data(path) as handle:
-        for number, raw in enumerate(handle, start=1):
+        for number in itertools.count(1):
+            raw = handle.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            if len(raw) > MAX_LINE_BYTES:
+                raise DataFormatError(f"{path}: line {number} is longer than {MAX_LINE_BYTES:,} bytes")
             if not raw.strip():
                 continue
             try:
-                yield f"line {number}", json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise DataFormatError(f"{path}: line {number}: not UTF-8") from None
-            except json.JSONDecodeError as error:
-                raise DataFormatError(f"{path}: line {number}: invalid JSON: {error.msg}") from None
+                yield f"line {number}", orjson.loads(raw)
+            except orjson.JSONDecodeError as error:
+                why = "not UTF-8" if "UTF-8" in error.msg else f"invalid JSON: {error.msg}"
+                raise DataFormatError(f"{path}: line {number}: {why}") from None
 
 
 def parse_row(raw: Any, where: str, position: int) -> QaRow:
@@ -134,10 +153,8 @@ def _supporting_titles(facts: Any, where: str) -> frozenset[str]:
 
 
 def iter_rows(path: Path) -> Iterator[tuple[QaRow | None, str]]:
-    """Parsed rows; a row without a usable answer comes back as (None, reason) to be counted."""
+    """Parsed rows, each with its place ("row 3", "line 4"); a row without a usable answer comes
+    back as None, to be counted."""
     for position, (location, raw) in enumerate(iter_raw_rows(path)):
         row = parse_row(raw, f"{path}: {location}", position)
-        if not row.answers:
-            yield None, "empty answer"
-            continue
-        yield row, ""
+        yield (row if row.answers else None), location

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
+from mem_agent.common.input_files import shown
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.qa_rows import iter_raw_rows
 
@@ -56,8 +57,9 @@ class SourceRow:
 
 
 def file_rows(path: Path, source: str | None = None) -> Iterator[SourceRow]:
-    """Rows of a local file: parquet by its suffix, else a JSON array or JSON Lines."""
-    source = source or str(path)
+    """Rows of a local file: parquet by its suffix, else a JSON array or JSON Lines. The file is
+    named as `shown` names it: the name goes into every row written (`metadata.source`)."""
+    source = source or shown(path)
     if path.suffix == ".parquet":
         yield from _parquet_rows(path, source)
         return

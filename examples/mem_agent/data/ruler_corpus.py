@@ -12,11 +12,12 @@ sorted as Python sorts strings. The context's text is those documents as `Docume
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.data.hotpot_corpus import read_corpus, read_questions, render_documents
@@ -44,21 +45,25 @@ def corpus_documents(path: Path, split: str) -> tuple[str, ...]:
 def _documents(path: Path, split: str, size: int, modified: int) -> tuple[str, ...]:
     if split == "qa_2":  # RULER-HQA's corpus rule, data/hotpot_corpus.py
         return read_corpus(path).documents
+    return tuple(sorted({context for _, context, _ in _squad_paragraphs(path)}))
+
+
+def _squad_paragraphs(path: Path) -> Iterator[tuple[int, str, list[Any]]]:
+    """(article number, paragraph text, its questions) of a SQuAD file, read whole by orjson (which
+    refuses a lone surrogate escape and nesting past 1024 levels, where json raises RecursionError);
+    a file laid out otherwise is a DataFormatError naming what is missing."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = orjson.loads(path.read_bytes())
     except (OSError, ValueError) as error:
         raise DataFormatError(f"{path}: cannot read: {error}") from None
     try:
-        documents = _squad_documents(raw)
-    except (KeyError, TypeError, ValueError) as error:
+        for number, article in enumerate(raw["data"]):
+            for paragraph in article["paragraphs"]:
+                yield number, str(paragraph["context"]), list(paragraph.get("qas", []))
+    except (KeyError, TypeError, AttributeError) as error:
         raise DataFormatError(
             f"{path}: not a SQuAD file, data/paragraphs/context ({type(error).__name__}: {error})"
         ) from None
-    return tuple(sorted(set(documents)))
-
-
-def _squad_documents(raw: Any) -> list[str]:
-    return [str(paragraph["context"]) for article in raw["data"] for paragraph in article["paragraphs"]]
 
 
 @dataclass(frozen=True)
@@ -77,14 +82,17 @@ def corpus_questions(path: Path, split: str) -> tuple[tuple[str, ...], list[QaQu
         return corpus.documents, own
     documents = corpus_documents(Path(path), split)
     position = {document: index for index, document in enumerate(documents)}
-    raw = json.loads(Path(path).read_text(encoding="utf-8"))
     questions: list[QaQuestion] = []
-    for article in raw["data"]:
-        for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
+    for number, context, qas in _squad_paragraphs(Path(path)):
+        for qa in qas:
+            try:
                 answers = [str(answer["text"]) for answer in qa["answers"] if answer["text"]]
                 if not qa.get("is_impossible", False) and answers:
-                    questions.append(QaQuestion(qa["question"], answers, (position[paragraph["context"]],)))
+                    questions.append(QaQuestion(str(qa["question"]), answers, (position[context],)))
+            except (KeyError, TypeError, AttributeError) as error:
+                raise DataFormatError(
+                    f"{path}: article {number}: a question is not SQuAD's qas/answers/text ({error!r})"
+                ) from None
     return documents, questions
 
 

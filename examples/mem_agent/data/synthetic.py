@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mem_agent.common.input_files import check_output, shown
 from mem_agent.common.jsonstream import write_json_array_atomic
 from mem_agent.common.usage import UsageError
 
@@ -55,6 +56,7 @@ _COMPANY_SUFFIXES = ["Works", "Company", "Foundry", "Guild", "Mills", "Brothers"
 # row a kind of name takes one more syllable for good (20x more names), so any --num-questions
 # finishes quickly; small sets never clash that often, so their files do not depend on this rule.
 _CLASHES_PER_SYLLABLE = 200
+MAX_QUESTIONS = 100_000  # bound: --num-questions (HotpotQA's train set holds 90,447; the set is built in memory)
 
 
 @dataclass
@@ -159,11 +161,12 @@ class SyntheticRequest:
 
 def write_synthetic_set(request: SyntheticRequest) -> None:
     """Write the set and say how many questions it holds. UsageError: a count that is not
-    positive, or an output that cannot be written."""
-    if request.num_questions <= 0:
-        raise UsageError(f"--num-questions {request.num_questions} must be a positive integer")
+    positive or past MAX_QUESTIONS, or an output that cannot be written."""
+    if not 0 < request.num_questions <= MAX_QUESTIONS:
+        raise UsageError(f"--num-questions {request.num_questions} must be from 1 to {MAX_QUESTIONS:,}")
+    check_output(request.out, "--out")
     try:
         count = write_json_array_atomic(request.out, generate(request.num_questions, request.seed))
     except OSError as error:
-        raise UsageError(f"cannot write {request.out}: {error.strerror}") from None
-    print(f"wrote {count} synthetic questions to {request.out} (invented facts, seed {request.seed})")
+        raise UsageError(f"cannot write {shown(request.out)}: {error.strerror}") from None
+    print(f"wrote {count} synthetic questions to {shown(request.out)} (invented facts, seed {request.seed})")

@@ -4,7 +4,9 @@ whose docstring describes the rows, the sources and the contexts).
 Two passes over the source when `num_docs` asks for fillers: the first draws a seeded reservoir of
 `pool_size` distinct paragraphs (memory stays bounded on the 90K-row train set), the second writes
 the rows. Output goes to a temporary file renamed into place at the end, so a failed run keeps any
-earlier output untouched. Every problem of the request is reported at once, each by its flag.
+earlier output untouched, and never to the input itself (the same file by inode, `--force` or not).
+A row that repeats an earlier one is named and left out unless `--keep-repeats`
+(data/repeated_rows.py). Every problem of the request is reported at once, each by its flag.
 """
 
 from __future__ import annotations
@@ -21,15 +23,21 @@ import numpy as np
 from tqdm import tqdm
 
 from mem_agent.common.guarded_files import atomic_output
+from mem_agent.common.input_files import check_output, input_file, shown
 from mem_agent.common.jsonstream import DataFormatError
+from mem_agent.common.paths import refuse_writing_inputs
+from mem_agent.common.usage import UsageError, gather
 from mem_agent.data.authors_layout import AuthorsRow, Layout, LayoutGuard, parse_authors_row
-from mem_agent.data.contexts import choose_documents, render_context
+from mem_agent.data.contexts import MAX_CONTEXT_DOCUMENTS, choose_documents, render_context
 from mem_agent.data.qa_rows import Paragraph, QaRow, parse_row
+from mem_agent.data.repeated_rows import Repeats
 from mem_agent.data.row_sources import HUB_ANSWER_S, SourceRow, datasets_rows, file_rows, hub_rows
 from mem_agent.data.train_rows import authors_output_row, output_row
-from mem_agent.tokenization.tokenizer import TokenizerNotFoundError, encode, load_tokenizer
+from mem_agent.tokenization.tokenizer import encode, load_given_tokenizer
 
 __all__ = ["Summary", "TrainingFileRequest", "write_training_file"]
+
+MAX_HUB_TIMEOUT_S = 86_400.0  # bound: --hub-timeout, a day
 
 
 @dataclass(frozen=True)
@@ -49,14 +57,16 @@ class TrainingFileRequest:
     tokenizer: str | None  # counts context tokens when given
     force: bool
     hub_timeout_s: float = HUB_ANSWER_S  # how long the hub's first answer is awaited
+    keep_repeats: bool = False  # write a row that repeats an earlier one (it is named either way)
 
 
 def write_training_file(request: TrainingFileRequest) -> Summary:
-    """Check the request, write the rows and print the summary. DataFormatError: every problem of
-    the flags at once, or the first of the source (nothing is written then); OSError: the file it hit."""
-    summary = Summary()
+    """Check the request, write the rows and print the summary. UsageError: every problem of the
+    flags at once; DataFormatError: the first of the source (nothing is written then); OSError:
+    the file it hit."""
     _check_request(request)
-    tokenizer = _tokenizer(request.tokenizer) if request.tokenizer else None
+    summary = Summary(Repeats(request.keep_repeats))
+    tokenizer = load_given_tokenizer(request.tokenizer) if request.tokenizer else None
     pool = paragraph_pool(request) if request.num_docs else []
     write_rows(request, pool, tokenizer, summary)
     print_summary(request, summary)
@@ -65,6 +75,7 @@ def write_training_file(request: TrainingFileRequest) -> Summary:
 
 @dataclass
 class Summary:
+    repeats: Repeats
     written: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     context_tokens: list[int] = field(default_factory=list)
@@ -90,7 +101,8 @@ def raw_rows(request: TrainingFileRequest) -> Iterator[SourceRow]:
 
 
 def iter_rows(request: TrainingFileRequest, summary: Summary) -> Iterator[ReadRow]:
-    """Parsed rows in the layout of their file; rows without an answer or a document are counted."""
+    """Parsed rows in the layout of their file; rows without an answer or a document are counted,
+    and rows that repeat an earlier one named (and left out unless kept)."""
     guards: dict[str, LayoutGuard] = {}
     for position, found in enumerate(raw_rows(request)):
         guard = guards.setdefault(found.source, LayoutGuard(found.source))
@@ -110,6 +122,8 @@ def iter_rows(request: TrainingFileRequest, summary: Summary) -> Iterator[ReadRo
         if isinstance(row, QaRow) and not row.paragraphs:
             summary.skipped["no paragraphs"] += 1
             continue
+        if summary.repeats.is_dropped(row.content(), found.where):
+            continue
         yield ReadRow(row, found.source, found.index)
 
 
@@ -125,7 +139,7 @@ def paragraph_pool(request: TrainingFileRequest) -> list[Paragraph]:
     rng, size = random.Random(request.seed), request.pool_size
     pool: list[Paragraph] = []
     seen_titles: set[str] = set()
-    for row in iter_questions(request, Summary()):
+    for row in iter_questions(request, Summary(Repeats(keep=True))):
         for paragraph in row.paragraphs:
             if paragraph.title in seen_titles:
                 continue
@@ -175,9 +189,11 @@ def _skipped_in_words(skipped: Counter[str]) -> str:
 
 
 def print_summary(request: TrainingFileRequest, summary: Summary) -> None:
-    print(f"wrote {summary.written} rows to {request.output}")
+    print(f"wrote {summary.written} rows to {shown(request.output)}")
     for reason, count in sorted(summary.skipped.items()):
         print(f"skipped {count} rows: {reason}")
+    if repeats := summary.repeats.summary():
+        print(repeats)
     if summary.short_rows or summary.reused_fillers:
         print(
             f"filler pool too small: {summary.short_rows} rows have fewer than {request.num_docs} documents,"
@@ -188,33 +204,59 @@ def print_summary(request: TrainingFileRequest, summary: Summary) -> None:
         print(f"context tokens: p50 {p50:,.0f}  p90 {p90:,.0f}  p99 {p99:,.0f}  max {max(summary.context_tokens):,}")
 
 
-def _tokenizer(path: str) -> Any:
-    try:
-        return load_tokenizer(path)
-    except TokenizerNotFoundError as error:
-        raise DataFormatError(f"--tokenizer {path}: {error}") from None
-    except (OSError, ValueError) as error:  # a folder without usable tokenizer files
-        message = " ".join(str(error).split()) or type(error).__name__  # the whole message, on one line
-        raise DataFormatError(f"--tokenizer {path}: cannot load a tokenizer: {message}") from None
-
-
 def _check_request(request: TrainingFileRequest) -> None:
-    """Every problem of the flags at once, each by its flag. The output's folder must exist: a
-    mistyped path is reported, never made."""
+    """Every problem of the flags at once, each by its flag (one UsageError)."""
+    gather(lambda: _check_numbers(request), lambda: _check_source(request), lambda: _check_output(request))
+
+
+def _check_numbers(request: TrainingFileRequest) -> None:
     problems = []
-    if request.num_docs < 0:
-        problems.append(f"--num-docs {request.num_docs} must be >= 0")
+    if not 0 <= request.num_docs <= MAX_CONTEXT_DOCUMENTS:  # bound: MAX_CONTEXT_DOCUMENTS
+        problems.append(f"--num-docs {request.num_docs} must be from 0 to {MAX_CONTEXT_DOCUMENTS:,}")
     if request.pool_size <= 0:
         problems.append(f"--pool-size {request.pool_size} must be positive")
     if request.max_rows is not None and request.max_rows <= 0:
         problems.append(f"--max-rows {request.max_rows} must be positive")
-    if not 0 < request.hub_timeout_s < float("inf"):
-        problems.append(f"--hub-timeout {request.hub_timeout_s:g} must be a positive number of seconds")
-    if request.output.is_dir():
-        problems.append(f"--output {request.output} is a folder, not a file")
-    elif request.output.exists() and not request.force:
-        problems.append(f"refusing to overwrite {request.output} (pass --force)")
-    elif not request.output.parent.is_dir():
-        problems.append(f"--output {request.output}: folder {request.output.parent} does not exist (make it first)")
+    if not 0 < request.hub_timeout_s <= MAX_HUB_TIMEOUT_S:  # bound: a wait past it overflows the thread's clock
+        problems.append(
+            f"--hub-timeout {request.hub_timeout_s:g} must be positive, at most {MAX_HUB_TIMEOUT_S:g} seconds"
+        )
     if problems:
-        raise DataFormatError("; ".join(problems))
+        raise UsageError(problems)
+
+
+def _check_source(request: TrainingFileRequest) -> None:
+    """A local input is a regular file; a hub dataset's name is not a local path (the hub library
+    would answer that with its repository-id rules, which say nothing of --input)."""
+    if request.input is not None:
+        input_file(request.input, "--input")
+        return
+    name = str(request.hf_dataset)
+    try:
+        local = Path(name).expanduser()
+        kind = "folder" if local.is_dir() else "file" if local.exists() else None
+    except OSError:  # a name no file system holds: not a local path
+        kind = None
+    if kind is not None:
+        use = "give one of its data files" if kind == "folder" else "give it"
+        raise UsageError(
+            f"--hf-dataset {shown(name)} is a local {kind}, not a hub dataset: {use} with --input"
+            " (a JSON, JSON Lines or parquet file)"
+        )
+    if name.startswith(("/", ".", "~")) or "\\" in name:  # a hub id is namespace/name
+        raise UsageError(f"--hf-dataset {shown(name)} is a path, and nothing is there: a local file goes to --input")
+
+
+def _check_output(request: TrainingFileRequest) -> None:
+    """The output's folder must exist (a mistyped path is reported, never made), and the output
+    is never the input."""
+    output = request.output
+    check_output(output, "--output")
+    if output.is_dir():
+        raise UsageError(f"--output {shown(output)} is a folder, not a file")
+    if request.input is not None:
+        refuse_writing_inputs({"--output": [output]}, {"--input": request.input})
+    if output.exists() and not request.force:
+        raise UsageError(f"refusing to overwrite {shown(output)} (pass --force)")
+    if not output.parent.is_dir():
+        raise UsageError(f"--output {shown(output)}: folder {shown(output.parent)} does not exist (make it first)")

@@ -1,16 +1,17 @@
 """The memory agent over one document of the user's, its memory printed as it is written: the work
 of `python -m mem_agent.run_document`.
 
-The request is checked in the order that costs least first: the settings and the `--json` path
-(by the command, with the flags), then the tokenizer, the server's address and health, and last
-the document, read whole (a file or stdin) and required to be UTF-8 text.
+The request is checked in the order that costs least first: the settings, the `--json` path and
+the document's path (by the command, with the flags: a regular file, not a device that never
+ends, of at most MAX_TEXT_BYTES; the `--json` file is neither the document nor the prompt-template
+file, by inode), then the tokenizer, the server's address and health, and last the document,
+read whole (a file, or stdin cut at the same bound) and required to be UTF-8 text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,13 +19,22 @@ from mem_agent.agent.records import SamplingParams, Trajectory, Turn, TurnKind
 from mem_agent.agent.scoring import extract_boxed
 from mem_agent.agent.workflow import MemoryAgent
 from mem_agent.common.guarded_files import write_text_atomic
+from mem_agent.common.input_files import MAX_TEXT_BYTES, STDIN, check_output, input_file, read_bounded, shown
+from mem_agent.common.paths import refuse_writing_inputs
 from mem_agent.common.usage import UsageError
 from mem_agent.inference.agent_flags import build_agent, reach_servers
 from mem_agent.inference.client import ClientSettings, RolloutClient
 from mem_agent.settings.config import MemAgentConfig
 from mem_agent.tokenization.tokenizer import decode
 
-__all__ = ["DocumentRequest", "check_json_path", "read_with_agent", "trajectory_to_json"]
+__all__ = [
+    "DocumentRequest",
+    "check_document",
+    "check_json_inputs",
+    "check_json_path",
+    "read_with_agent",
+    "trajectory_to_json",
+]
 
 
 @dataclass(frozen=True)
@@ -64,16 +74,14 @@ def read_with_agent(request: DocumentRequest) -> Trajectory:
 
 
 def read_document(source: str) -> str:
-    try:
-        raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    except OSError as error:
-        raise UsageError(f"cannot read document {source}: {error.strerror}") from None
+    """The document's text: a regular file or stdin (`-`), of at most MAX_TEXT_BYTES, UTF-8."""
+    raw = read_bounded(source, "--document")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UsageError(f"document {source} is not UTF-8 (byte {error.start}); convert it first") from None
+        raise UsageError(f"--document {shown(source)} is not UTF-8 (byte {error.start}); convert it first") from None
     if not text.strip():
-        raise UsageError(f"document {source} is empty")
+        raise UsageError(f"--document {shown(source)} is empty")
     return text
 
 
@@ -120,7 +128,26 @@ async def _run(request: DocumentRequest, agent: MemoryAgent, document: str) -> T
 
 def check_json_path(path: Path | None) -> None:
     """The --json file's folder must exist before the run: a mistyped path is reported, never made."""
+    if path is not None:
+        check_output(path, "--json")
     if path is not None and path.is_dir():
         raise UsageError(f"--json {path} is a folder; give the path of the file to write")
     if path is not None and not path.parent.is_dir():
         raise UsageError(f"--json {path}: folder {path.parent} does not exist (make it first)")
+
+
+def check_document(source: str) -> None:
+    """A document given by path is a regular file of at most MAX_TEXT_BYTES, found before the
+    tokenizer and the server are (stdin is bounded as it is read)."""
+    if source != STDIN:
+        input_file(source, "--document", max_bytes=MAX_TEXT_BYTES)
+
+
+def check_json_inputs(path: Path | None, document: str, prompts: str) -> None:
+    """The --json file is neither the document nor the prompt-template file the run reads."""
+    if path is not None:
+        reads = {
+            "--document": None if document == STDIN else Path(document),
+            "--prompts": Path(prompts) if prompts else None,
+        }
+        refuse_writing_inputs({"--json": [path]}, reads)

@@ -2,8 +2,9 @@
 what is transient only, and a token that never leaves the host it is meant for.
 
 prepare-eval-data.sh fetches MemAgent's eval files (up to ~450 MB each) from the Hugging Face Hub.
-A stalled transfer must end (every socket read has a timeout), a person must see it move (tqdm on
-stderr), a refused request (404, 401) fails at once with the server's status, and a connection
+A stalled transfer must end (every socket read has a timeout), so must one that trickles (the
+whole fetch, retries included, has a deadline: common/http_deadline.py), a person must see it
+move (tqdm on stderr), a refused request (404, 401) fails at once with the server's status, and a connection
 error, a timeout, 429 or a 5xx is tried again after a pause (1 s, 2 s, ...). The token is an
 Authorization header that follows redirects on the same host only: the Hub redirects downloads to
 a storage host, which must never see it (curl's rule too).
@@ -23,8 +24,10 @@ from typing import BinaryIO
 from tqdm import tqdm
 
 from mem_agent.common.guarded_files import atomic_output
+from mem_agent.common.http_deadline import Deadline
 
 TIMEOUT_S = 30.0  # to connect, and for each read: a stalled transfer ends after this long without a byte
+DEADLINE_S = 3600.0  # the whole fetch, retries included: a 450 MB file needs 128 KB/s to make it
 ATTEMPTS = 3
 BLOCK = 1 << 20
 _TRANSIENT_STATUS = {429, 500, 502, 503, 504}
@@ -46,27 +49,27 @@ class _SameHostAuthorization(urllib.request.HTTPRedirectHandler):
         return new
 
 
-def fetch(url: str, out: BinaryIO, *, token: str | None, label: str, timeout_s: float = TIMEOUT_S) -> int:
+def fetch(
+    url: str,
+    out: BinaryIO,
+    *,
+    token: str | None,
+    label: str,
+    timeout_s: float = TIMEOUT_S,
+    deadline_s: float = DEADLINE_S,
+) -> int:
     """Write what `url` serves into `out` (from its start, again on a retry); returns the bytes written."""
-    opener = urllib.request.build_opener(_SameHostAuthorization())
-    for attempt in range(1, ATTEMPTS + 1):
-        request = urllib.request.Request(url)
-        if token:
-            request.add_unredirected_header("Authorization", f"Bearer {token}")
-        try:
-            with opener.open(request, timeout=timeout_s) as response:
-                out.seek(0)
-                out.truncate()
-                return _copy(response, out, label)
-        except urllib.error.HTTPError as error:
-            reason = f"HTTP {error.code} {error.reason} from {_shown(url)}"
-            if error.code not in _TRANSIENT_STATUS:
-                raise FetchError(reason) from None
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
-            reason = f"{_shown(url)}: {getattr(error, 'reason', None) or error}"
-        if attempt == ATTEMPTS:
-            raise FetchError(f"{reason} (tried {ATTEMPTS} times)")
-        time.sleep(2 ** (attempt - 1))
+    with Deadline(deadline_s) as deadline:
+        opener = urllib.request.build_opener(_SameHostAuthorization(), *deadline.handlers())
+        for attempt in range(1, ATTEMPTS + 1):
+            outcome = _attempt(opener, url, out, token, label, min(timeout_s, deadline.left()))
+            if deadline.expired:  # a body without a length, cut at the deadline, looks complete: never is
+                raise FetchError(f"{_shown(url)}: not complete within {deadline_s:g} s, the overall deadline")
+            if isinstance(outcome, int):
+                return outcome
+            if attempt == ATTEMPTS:
+                raise FetchError(f"{outcome} (tried {ATTEMPTS} times)")
+            time.sleep(min(2 ** (attempt - 1), deadline.left()))
     raise AssertionError("unreachable")
 
 
@@ -88,6 +91,28 @@ def fetch_file(url: str, path: Path, *, token: str | None, check: Callable[[Path
     except _NotKept as refused:
         return str(refused)
     return None
+
+
+def _attempt(
+    opener: urllib.request.OpenerDirector, url: str, out: BinaryIO, token: str | None, label: str, timeout_s: float
+) -> int | str:
+    """One try: the bytes written once `out` holds the whole file, else why not (a FetchError when
+    that is not transient)."""
+    request = urllib.request.Request(url)
+    if token:
+        request.add_unredirected_header("Authorization", f"Bearer {token}")
+    try:
+        with opener.open(request, timeout=max(timeout_s, 0.001)) as response:
+            out.seek(0)
+            out.truncate()
+            return _copy(response, out, label)
+    except urllib.error.HTTPError as error:
+        reason = f"HTTP {error.code} {error.reason} from {_shown(url)}"
+        if error.code not in _TRANSIENT_STATUS:
+            raise FetchError(reason) from None
+        return reason
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
+        return f"{_shown(url)}: {getattr(error, 'reason', None) or error}"
 
 
 def _copy(response: http.client.HTTPResponse, out: BinaryIO, label: str) -> int:

@@ -9,6 +9,7 @@ and the result validated as a template file before it replaces `--out`.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import ipaddress
 import re
 import urllib.error
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.common.guarded_files import write_text_atomic
+from mem_agent.common.http_deadline import Deadline
+from mem_agent.common.input_files import check_output
 from mem_agent.common.usage import UsageError
 from mem_agent.templates.sources import SOURCES, Source, SourceError, extract
 from mem_agent.templates.template_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file
@@ -26,6 +29,7 @@ __all__ = ["DEFAULT_BASE_URL", "FetchError", "FetchRequest", "fetch", "fetch_tem
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 MAX_BYTES = 2 * 1024 * 1024  # the files are 4-20 KB; anything this large is not the file we pinned
+MAX_TIMEOUT_S = 3600.0  # bound: --timeout, for a file of at most MAX_BYTES
 
 
 class FetchError(RuntimeError):
@@ -33,17 +37,23 @@ class FetchError(RuntimeError):
 
 
 def download(url: str, timeout_s: float) -> bytes:
-    """GET `url` (at most MAX_BYTES); a loopback address never goes through an environment proxy."""
+    """GET `url` (at most MAX_BYTES) within `timeout_s` in all, not only per read: a server that
+    trickles is cut at the deadline (common/http_deadline.py). A loopback address never goes
+    through an environment proxy."""
     host = urllib.parse.urlsplit(url).hostname or ""
     handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
-    opener = urllib.request.build_opener(*handlers)
-    try:
-        with opener.open(url, timeout=timeout_s) as response:
-            body = response.read(MAX_BYTES + 1)
-    except urllib.error.HTTPError as error:
-        raise FetchError(f"GET {url}: HTTP {error.code} {error.reason}") from None
-    except (urllib.error.URLError, OSError) as error:
-        raise FetchError(f"GET {url}: {getattr(error, 'reason', error)}") from None
+    with Deadline(timeout_s) as deadline:
+        opener = urllib.request.build_opener(*handlers, *deadline.handlers())
+        try:
+            with opener.open(url, timeout=timeout_s) as response:
+                body = response.read(MAX_BYTES + 1)
+        except urllib.error.HTTPError as error:
+            raise FetchError(f"GET {url}: HTTP {error.code} {error.reason}") from None
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
+            if not deadline.expired:
+                raise FetchError(f"GET {url}: {getattr(error, 'reason', None) or error}") from None
+        if deadline.expired:  # a body without a length, cut at the deadline, looks complete: never is
+            raise FetchError(f"GET {url}: not complete within {timeout_s:g} s (--timeout)")
     if len(body) > MAX_BYTES:
         raise FetchError(f"GET {url}: more than {MAX_BYTES} bytes; not the pinned source file")
     return body
@@ -139,14 +149,22 @@ def _checked(request: FetchRequest) -> tuple[Source, Path]:
         raise UsageError(f"--commit {request.commit} must be a full 40-character commit id")
     if request.sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", request.sha256):
         raise UsageError(f"--sha256 {request.sha256} must be 64 lowercase hex digits")
+    check_output(out, "--out")
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder; give the path of the file to write")
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
     if out.exists() and not request.force:
         raise UsageError(f"--out {out} exists; pass --force to replace it")
-    if not request.base_url.startswith(("http://", "https://")):
-        raise UsageError(f"--base-url {request.base_url} must start with http:// or https://")
-    if request.timeout <= 0:
-        raise UsageError(f"--timeout {request.timeout} must be positive")
+    if not request.base_url.startswith(("http://", "https://")) or not _has_host(request.base_url):
+        raise UsageError(f"--base-url {request.base_url} must start with http:// or https:// and name a host")
+    if not 0 < request.timeout <= MAX_TIMEOUT_S:  # bound: MAX_TIMEOUT_S
+        raise UsageError(f"--timeout {request.timeout} must be positive, at most {MAX_TIMEOUT_S:g} seconds")
     return SOURCES[request.source], out
+
+
+def _has_host(url: str) -> bool:
+    try:
+        return bool(urllib.parse.urlsplit(url).hostname)
+    except ValueError:  # a bracketed host that is not an IPv6 address, a port that is not a number
+        return False

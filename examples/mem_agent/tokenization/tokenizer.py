@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mem_agent.common.input_files import shown
+from mem_agent.common.usage import UsageError
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
@@ -56,7 +59,11 @@ def resolve_tokenizer_path(path: str | Path) -> Path:
     if str(path) == BUNDLED_QWEN3:
         return bundled_qwen3_dir()
     folder = Path(path).expanduser()
-    if not folder.is_dir():
+    try:
+        is_folder = folder.is_dir()
+    except OSError as error:  # a name too long, a folder on the way that cannot be searched
+        raise TokenizerNotFoundError(f"tokenizer path {shown(folder)}: {error.strerror}") from None
+    if not is_folder:
         raise TokenizerNotFoundError(f"tokenizer path {folder} is not a folder (a Hugging Face model folder)")
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         files = ", ".join(_TOKENIZER_FILES)
@@ -69,6 +76,14 @@ def resolve_tokenizer_path(path: str | Path) -> Path:
 def load_tokenizer(path: str | Path) -> PreTrainedTokenizerBase:
     """Load a local tokenizer once per process; `path` is a model folder or `BUNDLED_QWEN3`."""
     return _load(str(path))
+
+
+def load_given_tokenizer(path: str | Path, flag: str = "--tokenizer") -> PreTrainedTokenizerBase:
+    """load_tokenizer for a path a user gave by `flag`: one UsageError naming the flag when it fails."""
+    try:
+        return load_tokenizer(path)
+    except TokenizerNotFoundError as error:
+        raise UsageError(f"{flag}: {error}") from None
 
 
 @functools.lru_cache(maxsize=8)

@@ -141,17 +141,22 @@ def _positions(raw: dict[str, Any], corpus: Corpus, where: str) -> np.ndarray:
     context = raw["context"]
     if not context or not all(type(p) is int for p in context):
         raise DataFormatError(f"{where}: field 'context' must be a non-empty list of integer document positions")
-    positions = np.asarray(context, dtype=np.int64)
     size, named = len(corpus), raw.get("corpus_documents", HOTPOTQA_DEV_DOCUMENTS)
     if named != size:
         raise DataFormatError(f"{where}: points into a corpus of {named} documents; {corpus.path} holds {size}")
     sha = raw.get("corpus_sha256")
     if sha is not None and sha != corpus.sha256:
         raise DataFormatError(f"{where}: points into a corpus of sha256 {sha}; {corpus.path} has {corpus.sha256}")
-    if positions.min() < 0 or positions.max() >= size:
-        bad = int(positions[(positions < 0) | (positions >= size)][0])
-        outside = f"outside {corpus.path} ({size} documents)"
-        raise DataFormatError(f"{where}: field 'context' holds position {bad}, {outside}")
+    try:
+        positions = np.asarray(context, dtype=np.int64)
+        outside = positions[(positions < 0) | (positions >= size)]
+        bad = int(outside[0]) if len(outside) else None
+    except OverflowError:  # a position past 64 bits (10**30) is outside any corpus
+        bad = next(p for p in context if not -(2**63) <= p < 2**63)
+    if bad is not None:
+        raise DataFormatError(
+            f"{where}: field 'context' holds position {bad}, outside {corpus.path} ({size} documents)"
+        )
     return positions
 
 
