@@ -111,7 +111,7 @@ def test_an_unwritable_output_is_a_one_line_error(tmp_path, capsys):
     folder.mkdir()
     assert synthetic_qa.main(["--out", str(folder), "--num-questions", "3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: cannot write {folder}") and err.count("\n") == 1
+    assert err.startswith("error: ") and str(folder) in err and err.count("\n") == 1
     assert folder.is_dir() and list(tmp_path.iterdir()) == [folder], "no temporary file left behind"
 
 
