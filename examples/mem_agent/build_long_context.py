@@ -35,7 +35,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser, print_any_path
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
@@ -67,7 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    print_any_path()
     args = build_parser().parse_args(argv)
     request = LongContextRequest(
         input=args.input,

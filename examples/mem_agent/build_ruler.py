@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.console import command_parser, print_any_path
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
 from mem_agent.common.usage import UsageError
@@ -51,7 +51,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    print_any_path()
     args = build_parser().parse_args(argv)
     request = RulerBuildRequest(
         args.out_dir,

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser, print_any_path
+from mem_agent.common.console import command_parser
 from mem_agent.common.numbers import number
 from mem_agent.common.usage import UsageError
 from mem_agent.templates.authors_download import DEFAULT_BASE_URL, FetchError, FetchRequest, fetch_template_file
@@ -65,7 +65,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    print_any_path()
     args = build_parser().parse_args(argv)
     request = FetchRequest(
         list_sources=args.list,

@@ -44,7 +44,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser, print_any_path
+from mem_agent.common.console import command_parser
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, number, seed
 from mem_agent.common.usage import UsageError
@@ -126,7 +126,6 @@ def _request(args: argparse.Namespace) -> TrainingFileRequest:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    print_any_path()
     request = _request(build_parser().parse_args(argv))
     try:
         write_training_file(request)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.records import TrajectoryStatus
-from mem_agent.common.console import command_parser, print_any_path
+from mem_agent.common.console import command_parser
 from mem_agent.common.usage import UsageError, gather
 from mem_agent.inference.agent_flags import (
     add_agent_flags,
@@ -73,7 +73,6 @@ def _request(args: argparse.Namespace) -> DocumentRequest:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    print_any_path()
     args = build_parser().parse_args(argv)
     try:
         trajectory = read_with_agent(_request(args))

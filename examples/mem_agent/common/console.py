@@ -49,6 +49,7 @@ def command_parser(
     otherwise). `raising`: a mistake is a UsageError for the caller (a launch checking a command
     line it is about to run) instead of a message and exit 2. `options` are argparse's."""
     options.setdefault("prog", program_name(module))
+    print_any_path()  # every command makes its parser first: the one place all of them pass
     kind = _RaisingParser if raising else _CommandParser
     return kind(description=description, allow_abbrev=False, **options)
 
