@@ -318,7 +318,7 @@ def test_a_command_given_hostile_input_ends_in_one_line(command, outside, world,
         before = snapshot(outside)
         with scratch_home(tmp_path_factory, outside, world) as (_scratch, paths):
             argv = [*SAFE_START.get(command, []), *resolve(example[0], paths)]
-            argv = [word.replace("{server}", server) for word in argv]
+            argv = [word.replace("{server}", server).replace("\0", "") for word in argv]  # exec passes no NUL
             variables = {name: as_variable(paths.get(text, text)) for name, text in example[1].items()}
             os.environ.update(variables)
             out, err = terminal("strict"), terminal("backslashreplace")

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from mem_agent import build_long_context, build_ruler, fetch_prompts, prepare_data, run_document, synthetic_qa
+from mem_agent import build_long_context, build_ruler, cli, fetch_prompts, prepare_data, run_document, synthetic_qa
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.launch.hub_files import FetchError, fetch
+from support.exits import exit_status
 
 LONG_NAME = "d" * 300  # longer than any file system's NAME_MAX (255 bytes)
 NO_SERVER = ["--url", "http://127.0.0.1:9"]  # refused before any server is asked
@@ -305,7 +306,7 @@ def test_a_name_too_long_is_one_line_naming_its_flag(tmp_path, synthetic_file, c
     values = {"{rows}": str(synthetic_file), "{long}": str(tmp_path / LONG_NAME), "{tmp}": str(tmp_path)}
     for key, value in values.items():
         argv = [arg.replace(key, value) for arg in argv]
-    assert main(argv) == 2
+    assert exit_status(main, argv) == 2
     _one_error(capsys, flag)
     assert list(tmp_path.iterdir()) == []
 
@@ -365,3 +366,23 @@ def test_a_local_folder_given_as_a_hub_dataset_points_to_input(tmp_path, capsys)
     assert prepare_data.main(argv) == 2
     _one_error(capsys, "--hf-dataset", "--input")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "argv"),
+    [
+        ("check-host", ["--url", "http://127.0.0.1:9", "--trainer-root", "{long}"]),
+        ("view", ["{long}"]),
+        ("compare", ["a", "b", "--output-dir", "{long}"]),
+        ("eval", ["--output-dir", "{long}", "--check"]),
+        ("train-summary", ["{deep}"]),
+    ],
+)
+def test_a_path_no_file_system_can_hold_is_refused_by_its_flag(command, argv, capsys):
+    """Every `type=Path` argument of every command is checked when the line is read (the parser
+    factory registers the check), so a name past 255 bytes or a path past 4095 never reaches code
+    that would end in a traceback."""
+    words = [word.replace("{long}", "n" * 300).replace("{deep}", "d/" * 2100) for word in argv]
+    assert exit_status(cli.main, [command, *words]) == 2
+    line = _one_error(capsys)
+    assert "255" in line or "4095" in line

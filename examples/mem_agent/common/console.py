@@ -17,8 +17,10 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
+from mem_agent.common.input_files import length_problem
 from mem_agent.common.numbers import NumberError
 from mem_agent.common.printable import printable
 from mem_agent.common.usage import UsageError
@@ -55,9 +57,15 @@ def command_parser(
 
 
 class _CommandParser(argparse.ArgumentParser):
-    """argparse, with each number a flag's type refuses kept until the whole line is read."""
+    """argparse, with each number a flag's type refuses kept until the whole line is read, and
+    every `type=Path` argument refused when no file system could hold it (a name or a path too
+    long fails deep inside whatever touches it first, as a traceback)."""
 
     _bad_numbers: list[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("type", Path, _possible_path)  # argparse looks a type up here before calling it
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -73,10 +81,20 @@ class _CommandParser(argparse.ArgumentParser):
             return super()._get_value(action, arg_string)
         except argparse.ArgumentError as error:
             refused = error.__context__  # argparse raises its ArgumentError while handling the type's
-            if not isinstance(refused, NumberError):
+            if not isinstance(refused, NumberError | _PathRefused):
                 raise
             self._bad_numbers.append(f"{_flag(action)} {printable(arg_string, _SHOWN_VALUE)} {refused}")
             return None
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's own complaint, unless a refused value caused it (a required flag whose value
+        was refused reads as missing): then the refused values are the one line."""
+        if getattr(self, "_bad_numbers", None):
+            self._refuse(self._bad_numbers)
+        self._complain(message)
+
+    def _complain(self, message: str) -> NoReturn:
+        super().error(message)
 
     def _refuse(self, problems: list[str]) -> NoReturn:
         print(f"error: {'; '.join(problems)}", file=sys.stderr)
@@ -84,11 +102,22 @@ class _CommandParser(argparse.ArgumentParser):
 
 
 class _RaisingParser(_CommandParser):
-    def error(self, message: str) -> NoReturn:
+    def _complain(self, message: str) -> NoReturn:
         raise UsageError(message)
 
     def _refuse(self, problems: list[str]) -> NoReturn:
         raise UsageError(problems)
+
+
+class _PathRefused(ValueError):
+    """A path no file system can hold; reported with the refused numbers, in the same one line."""
+
+
+def _possible_path(text: str) -> Path:
+    problem = length_problem(text)
+    if problem:
+        raise _PathRefused(problem)
+    return Path(text)
 
 
 def _flag(action: argparse.Action) -> str:
