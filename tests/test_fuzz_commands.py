@@ -21,7 +21,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mem_agent import build_long_context, cli
+from support.deadline import within
 from support.trajectory_runs import evaluation_run, training_run
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -86,10 +86,6 @@ PLANTS = [
     "/dev/null",
     "run_with_links",  # a run folder whose outputs are links outside
 ]
-
-
-class TookTooLong(Exception):
-    pass
 
 
 @pytest.fixture(scope="module")
@@ -230,20 +226,6 @@ def command_examples(draw, command: str) -> tuple[list[str], dict[str, str]]:
     return argv, variables
 
 
-@contextlib.contextmanager
-def bounded(seconds: int) -> Iterator[None]:
-    def expire(signum, frame):
-        raise TookTooLong(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.fixture(scope="module")
 def world(tmp_path_factory, tokenizer, synthetic_file: Path) -> Path:
     """The inputs the baselines read, made by our own code: a QA file, RULER-HQA eval files, two
@@ -323,7 +305,7 @@ def test_a_command_given_hostile_input_ends_in_one_line(command, outside, world,
             os.environ.update(variables)
             out, err = terminal("strict"), terminal("backslashreplace")
             status: object = None
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), bounded(BOUND_S):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), within(BOUND_S):
                 try:
                     status = cli.main([command, *argv])
                 except SystemExit as stop:

@@ -11,15 +11,12 @@ launch, the training log hook as the trainer calls it).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import logging
 import os
-import signal
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -32,6 +29,7 @@ from mem_agent.launch import eval_run
 from mem_agent.observability import rollout_logging
 from mem_agent.observability.host_logging import METRICS_FILE, append_metrics_line
 from mem_agent.serving.processes import start_process
+from support.deadline import within
 from support.trajectory_runs import evaluation_run
 
 FAST = ["--chunk-tokens", "256", "--max-memory", "16", "--max-final", "8", "--protocol", "vllm", "--no-plot"]
@@ -235,26 +233,6 @@ def test_a_link_at_a_later_output_leaves_the_earlier_outputs_as_they_were(
     assert [_state(path) for path in earlier] == before and _untouched(outside)
 
 
-class _Blocked(BaseException):
-    """Not an OSError (which a command would turn into its own error line) nor an Exception."""
-
-
-@contextlib.contextmanager
-def _within(seconds: int) -> Iterator[None]:
-    """_Blocked if the block takes longer: a reader that waits on a FIFO would block forever."""
-
-    def expired(signum: int, frame: object) -> None:
-        raise _Blocked(f"still blocked after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 @pytest.mark.parametrize("name", ["results_6.jsonl", "summary.json"])
 def test_a_fifo_where_a_run_file_belongs_is_refused_at_once(
     name, tokenizer, make_eval_files, instant_server, tmp_path, capsys
@@ -276,7 +254,7 @@ def test_a_fifo_where_a_run_file_belongs_is_refused_at_once(
     ]
     for command, fifo in commands:
         capsys.readouterr()
-        with _within(20):
+        with within(20):
             assert command() == 2
         assert _one_line_naming(capsys.readouterr().err, fifo)
     assert not (tmp_path / "page.html").exists() and not (tmp_path / "cmp" / "compare.json").exists()
