@@ -56,10 +56,6 @@ PLOT_NAME = "compare.png"
 NUMBERS_NAME = "compare.json"
 
 
-class NotComparableError(ValueError):
-    """Runs over different data or scoring rules; the message names what differs and `--force`."""
-
-
 @dataclass(frozen=True)
 class EvalRun:
     path: Path
