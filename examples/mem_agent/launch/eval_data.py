@@ -35,7 +35,7 @@ from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.launch.eval_corpus import HOTPOTQA_DEV_SHA256, HOTPOTQA_DEV_URL, copy_corpus, download_corpus
-from mem_agent.launch.eval_settings import RULER_HQA_LENGTHS, DocumentCounts
+from mem_agent.launch.eval_settings import PAPER_HQA_LENGTHS, DocumentCounts
 from mem_agent.launch.hub_files import FetchError, fetch_file
 from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
 from mem_agent.launch.script_settings import Switch, help_text, read
@@ -52,7 +52,7 @@ class PrepareSettings(BaseModel):
         "data/ruler_hqa", "Folder of eval_<N>.json files (as run-eval.sh's).", env="DATA_ROOT", values="a folder"
     )
     length: DocumentCounts = setting(
-        RULER_HQA_LENGTHS,
+        PAPER_HQA_LENGTHS,
         "Document counts N to check (run-eval.sh's LENGTH).",
         env="LENGTH",
         values='distinct positive integers, such as "50 200"',
