@@ -22,6 +22,7 @@ import stat
 import sys
 from pathlib import Path
 
+from mem_agent.common.guarded_files import Refused, open_regular
 from mem_agent.common.usage import UsageError
 
 MAX_NAME_BYTES = 255  # bound: one name in a path (NAME_MAX of Linux file systems)
@@ -93,10 +94,12 @@ def read_bounded(source: str | Path, flag: str, max_bytes: int = MAX_TEXT_BYTES)
         if source == STDIN:
             raw = sys.stdin.buffer.read(max_bytes + 1)
         else:
-            with Path(source).open("rb") as handle:
+            with open_regular(Path(source)) as handle:  # the one regular-file reader: a FIFO swapped in never blocks
                 raw = handle.read(max_bytes + 1)
     except OSError as error:
         raise UsageError(f"{flag} {shown(source)}: cannot read: {error.strerror}") from None
+    except Refused as error:
+        raise UsageError(f"{flag} {error}") from None
     if len(raw) > max_bytes:
         raise UsageError(f"{flag} {shown(source)} holds more than the {max_bytes:,} bytes read whole")
     return raw
