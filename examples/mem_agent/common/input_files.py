@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from mem_agent.common.guarded_files import Refused, open_regular
+from mem_agent.common.guarded_files import check_output as guarded_check_output
 from mem_agent.common.usage import UsageError
 
 MAX_NAME_BYTES = 255  # bound: one name in a path (NAME_MAX of Linux file systems)
@@ -56,15 +57,14 @@ def check_name(path: str | Path, flag: str) -> None:
 
 
 def check_output(path: str | Path, flag: str) -> None:
-    """UsageError when `path` can be no output file: a name too long, or an existing device, FIFO
-    or socket (a new file renamed over /dev/null would replace the device itself)."""
+    """UsageError naming `flag` when `path` can be no output file: a name too long, or what the file
+    layer's writers would refuse (a link, a device, a FIFO, a folder, a hard-linked file: a new file
+    renamed over /dev/null would replace the device itself), found before anything is written."""
     check_name(path, flag)
     try:
-        found = Path(path).stat()
-    except OSError:  # not there yet (or not reachable: the write names the reason)
-        return
-    if not (stat.S_ISREG(found.st_mode) or stat.S_ISDIR(found.st_mode)):
-        raise UsageError(f"{flag} {shown(path)} is not a regular file (a device, a pipe or a socket): give a file path")
+        guarded_check_output(Path(path))
+    except Refused as refused:
+        raise UsageError(f"{flag} {refused}") from None
 
 
 def input_file(path: str | Path, flag: str, *, max_bytes: int | None = None) -> Path:
