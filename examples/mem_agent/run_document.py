@@ -35,7 +35,6 @@ from mem_agent.inference.one_document import (
     check_json_path,
     read_with_agent,
 )
-from mem_agent.settings.config import ConfigError
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
 
@@ -76,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         trajectory = read_with_agent(_request(args))
-    except (UsageError, ConfigError, TokenizerNotFoundError) as error:
+    except (UsageError, TokenizerNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if trajectory.error:

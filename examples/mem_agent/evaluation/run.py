@@ -47,13 +47,12 @@ from mem_agent.evaluation.suites import suite_named
 from mem_agent.inference.agent_flags import reach_servers
 from mem_agent.inference.client import ClientSettings
 from mem_agent.inference.client_pool import ClientPool
-from mem_agent.settings.config import ConfigError
 from mem_agent.tokenization.tokenizer import TokenizerNotFoundError
 
 # --save-trajectories: given the reader, the output folder, the result stores and --force, what sees each
 # finished item (observability/eval_trajectories.py); a bad earlier record is a DataFormatError.
 TrajectoryKeeper = Callable[[MemoryAgent | DirectReader, Path, dict[EvalFile, ResultStore], bool], OnTrajectory]
-_REFUSALS = (UsageError, ConfigError, TokenizerNotFoundError, DataFormatError, ReuseError)
+_REFUSALS = (UsageError, TokenizerNotFoundError, DataFormatError, ReuseError)
 
 
 @dataclass

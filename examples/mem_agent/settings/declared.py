@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import types
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types
@@ -36,6 +36,7 @@ from mem_agent.common.numbers import (
     parse_number,
 )
 from mem_agent.common.printable import printable
+from mem_agent.common.usage import UsageError
 
 # Shared by every settings model: immutable, built by field name in code or by variable name from the
 # environment, unknown keys refused, surrounding blanks ignored, infinities and NaN refused.
@@ -51,12 +52,9 @@ _LINE_BREAKS = ("\n", "\r", "\0")
 _SHOWN_VALUE = 200  # characters of a value a message echoes back
 
 
-class SettingsError(ValueError):
-    """Settings that cannot be used; `problems` holds one line each, naming the variable."""
-
-    def __init__(self, problems: str | Iterable[str]) -> None:
-        self.problems = [problems] if isinstance(problems, str) else list(problems)
-        super().__init__("; ".join(self.problems))
+class SettingsError(UsageError, ValueError):
+    """Settings that cannot be used: the one problem type (`UsageError`, one line each in `problems`,
+    naming the variable), and a ValueError for code that reads settings where a host expects one."""
 
 
 def setting(
