@@ -40,9 +40,14 @@ def test_every_setting_has_its_own_variable_and_reads_its_default_back_from_text
     parses back to the same settings."""
     assert len(set(ENV_NAMES.values())) == len(ENV_NAMES)
     assert all(env.startswith("MEM_") for env in ENV_NAMES.values())
-    as_text = {env: str(value).lower() for env, value in MemAgentConfig().recorded().items() if value != ""}
+    as_text = {env: _as_env(value) for env, value in MemAgentConfig().recorded().items() if value != ""}
     as_text = {ENV_NAMES[field]: text for field, text in as_text.items()}
     assert MemAgentConfig.from_env(as_text) == MemAgentConfig()
+
+
+def _as_env(value: object) -> str:
+    """A recorded value as a person sets it: a switch as 0 or 1."""
+    return str(int(value)) if isinstance(value, bool) else str(value).lower()
 
 
 def test_values_are_read_from_the_environment():
@@ -50,7 +55,7 @@ def test_values_are_read_from_the_environment():
         "MEM_CHUNK_TOKENS": " 256 ",
         "MEM_MAX_CHUNKS": "8",
         "MEM_MODE": "ReMemR1",
-        "MEM_THINKING": "true",
+        "MEM_THINKING": " 1",
         "MEM_RETRIEVER": "bm25",
         "MEM_REMEMR1_ALPHA": "1",
         "MEM_REQUEST_TIMEOUT": "2.5",
@@ -82,6 +87,8 @@ def test_keyword_overrides_win_over_the_environment():
         ("MEM_MAX_CHUNKS", "-1", "8"),
         ("MEM_MODE", "memgpt", "memagent"),
         ("MEM_THINKING", "2", "0"),
+        ("MEM_THINKING", "yes", "0"),
+        ("MEM_FOLD_UNICODE", "true", "0"),
         ("MEM_REMEMR1_ALPHA", "1.2", "0.8"),
         ("MEM_REQUEST_TIMEOUT", "0", "600.0"),
         ("MEM_REQUEST_TIMEOUT", "inf", "600.0"),
@@ -134,7 +141,7 @@ def test_config_problems_names_every_bad_value_not_just_the_first():
 
 
 def test_config_problems_is_empty_for_usable_settings_and_empty_values():
-    assert config_problems({"MEM_CHUNK_TOKENS": "256", "MEM_MODE": "", "MEM_THINKING": "yes"}) == []
+    assert config_problems({"MEM_CHUNK_TOKENS": "256", "MEM_MODE": "", "MEM_THINKING": "1"}) == []
     assert config_problems({}) == []
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError, model_validator
 from mem_agent.settings.declared import (
     ENV_MODEL_CONFIG,
     SettingsError,
+    Switch,
     env_name,
     problems_of,
     setting,
@@ -96,7 +97,7 @@ class MemAgentConfig(BaseModel):
         ge=0,
     )
     mode: AgentMode = setting(AgentMode.MEMAGENT, "Agent loop: MemAgent or ReMemR1.", env="MEM_MODE")
-    thinking: bool = setting(
+    thinking: Switch = setting(
         False, "Qwen3 thinking with the built-in prompts; its `<think>` text never enters memory.", env="MEM_THINKING"
     )
     prompts: str = setting(
@@ -131,12 +132,12 @@ class MemAgentConfig(BaseModel):
         env="MEM_REMEMR1_COVERAGE",
         shapes_answers=False,
     )
-    fold_unicode: bool = setting(
+    fold_unicode: Switch = setting(
         False,
         "EM/F1/sub_em fold Unicode first (NFKC, Unicode punctuation deleted); 0 = the official HotpotQA rules.",
         env="MEM_FOLD_UNICODE",
     )
-    sub_em_guard: bool = setting(
+    sub_em_guard: Switch = setting(
         False,
         "sub_em: an answer that normalises to nothing matches nothing; 0 = MemAgent's (it is inside every answer).",
         env="MEM_SUB_EM_GUARD",

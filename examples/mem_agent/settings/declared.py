@@ -19,10 +19,10 @@ from __future__ import annotations
 import enum
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from mem_agent.common.numbers import (
@@ -34,6 +34,7 @@ from mem_agent.common.numbers import (
     number,
     parse_integer,
     parse_number,
+    parse_switch,
 )
 from mem_agent.common.printable import printable
 from mem_agent.common.usage import UsageError
@@ -50,6 +51,16 @@ ENV_MODEL_CONFIG = ConfigDict(
 )
 _LINE_BREAKS = ("\n", "\r", "\0")
 _SHOWN_VALUE = 200  # characters of a value a message echoes back
+
+
+def _zero_or_one(value: Any) -> Any:
+    """A switch is 0 or 1 (common/numbers.parse_switch) wherever it is read, so `yes` is refused
+    rather than guessed at (pydantic's bool alone would take yes/on/true)."""
+    return parse_switch(value.strip()) if isinstance(value, str) else value
+
+
+# A setting that is on or off: 0 or 1 in the environment, a bool in code.
+Switch = Annotated[bool, BeforeValidator(_zero_or_one)]
 
 
 class SettingsError(UsageError, ValueError):
