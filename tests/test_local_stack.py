@@ -177,7 +177,7 @@ def test_a_process_that_outlives_sigkill_is_an_error_that_names_it(tmp_path: Pat
     """Stuck in the kernel, a process can outlive SIGKILL for a while; stop says so instead of
     returning as if the group were gone."""
     process, _ = _parent_with_child(tmp_path)
-    monkeypatch.setattr(processes, "running_in", lambda leaders: list(leaders))
+    monkeypatch.setattr(processes, "running_in", lambda leaders, sessions=True: list(leaders))
     message = rf"parent: processes \[{process.pid}\] still run 1 s after SIGKILL"
     with pytest.raises(ProcessStopError, match=message):
         process.stop(grace_s=0.2, kill_wait_s=1)

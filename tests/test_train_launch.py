@@ -502,7 +502,7 @@ def test_killing_the_script_stops_the_head_it_started(live_ray, number, measured
     assert still_running(live_ray.bystander)
     assert status == -number or status == 128 + number, status
     measured(f"train launch: head gone {seconds:.1f} s after the script's {signal.Signals(number).name}")
-    assert seconds < 2 + 10, "within the grace period plus the keeper's poll and SIGKILL's wait"
+    assert seconds < 2 + 10, "within the grace period plus the tether's poll and SIGKILL's wait"
 
 
 def test_train_help_lists_every_setting():
