@@ -22,7 +22,7 @@ from mem_agent.serving.processes import (
     ProcessStopError,
     ServerStartError,
     log_tail,
-    running_in_group,
+    running_in,
     start_process,
     wait_healthy,
 )
@@ -152,7 +152,7 @@ def _parent_with_child(tmp_path: Path, child_ignores_sigterm: bool = False) -> t
         assert process.alive() and time.monotonic() < deadline, log_tail(process.log_path)
         time.sleep(0.05)
     child_pid = int(pid_file.read_text())
-    assert still_running(child_pid) and child_pid in running_in_group(process.pid)
+    assert still_running(child_pid) and child_pid in running_in([process.pid])
     return process, child_pid
 
 
@@ -161,7 +161,7 @@ def test_stopping_a_process_also_stops_the_children_it_forked(tmp_path: Path):
     reap is the most that may remain, never a process still running (state R) after its signal."""
     process, child_pid = _parent_with_child(tmp_path)
     process.stop(grace_s=30)
-    assert not process.alive() and running_in_group(process.pid) == []
+    assert not process.alive() and running_in([process.pid]) == []
     assert not still_running(child_pid)
 
 
@@ -170,20 +170,20 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path:
     started = time.monotonic()
     process.stop(grace_s=1)
     assert time.monotonic() - started >= 1, "SIGKILL only after the grace period"
-    assert not process.alive() and running_in_group(process.pid) == [] and not still_running(child_pid)
+    assert not process.alive() and running_in([process.pid]) == [] and not still_running(child_pid)
 
 
 def test_a_process_that_outlives_sigkill_is_an_error_that_names_it(tmp_path: Path, monkeypatch):
     """Stuck in the kernel, a process can outlive SIGKILL for a while; stop says so instead of
     returning as if the group were gone."""
     process, _ = _parent_with_child(tmp_path)
-    monkeypatch.setattr(processes, "running_in_group", lambda pgid: [pgid])
-    message = rf"parent: processes \[{process.pid}\] of its group still run 1 s after SIGKILL"
+    monkeypatch.setattr(processes, "running_in", lambda leaders, sessions=True: list(leaders))
+    message = rf"parent: processes \[{process.pid}\] still run 1 s after SIGKILL"
     with pytest.raises(ProcessStopError, match=message):
         process.stop(grace_s=0.2, kill_wait_s=1)
     monkeypatch.undo()
     process.stop(grace_s=5)
-    assert running_in_group(process.pid) == []
+    assert running_in([process.pid]) == []
 
 
 class _StubbornProcess:
@@ -195,7 +195,7 @@ class _StubbornProcess:
     def stop(self) -> None:
         self._stopped.append(self.name)
         if self._fails:
-            raise ProcessStopError(f"{self.name}: processes [4242] of its group still run 30 s after SIGKILL")
+            raise ProcessStopError(f"{self.name}: processes [4242] still run 30 s after SIGKILL")
 
 
 def test_the_stack_stops_every_process_even_when_one_cannot_be_stopped(tmp_path: Path):
@@ -238,4 +238,4 @@ def test_a_failure_to_stop_after_a_clean_exit_is_raised(stubborn_stack):
 
 
 def _router_stop_failure() -> str:
-    return "vllm-router (pid 4242): vllm-router: processes [4242] of its group still run 30 s after SIGKILL"
+    return "vllm-router (pid 4242): vllm-router: processes [4242] still run 30 s after SIGKILL"

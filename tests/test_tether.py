@@ -1,5 +1,5 @@
 """A tethered command stops when the process that started it is gone, however that process ended:
-SIGKILL cannot be trapped, so the tether (its group's leader) notices the parent's end by itself.
+SIGKILL cannot be trapped, so the tether (its session's leader) notices the parent's end by itself.
 
 Real processes, real signals; the figures (seconds from the parent's SIGKILL until nothing of the
 command runs) are printed in the run's measured figures.

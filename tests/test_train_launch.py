@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ import pytest
 
 from mem_agent.launch.train_plan import runtime_env_json
 from mem_agent.launch.train_settings import TrainSettings
-from mem_agent.serving.processes import free_port
+from mem_agent.serving.processes import answers, free_port
 from mem_agent.settings.config import MemAgentConfig
 from mem_agent.templates.template_file import Assembly, MemoryText, Thinking, dump_prompt_file
 from support.proc_state import still_running
@@ -370,6 +371,13 @@ def _wait_for(path: Path, timeout_s: float = 60.0) -> None:
         time.sleep(0.05)
 
 
+def _wait_for_url(url: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not answers(url):
+        assert time.monotonic() < deadline, f"{url} never answered"
+        time.sleep(0.05)
+
+
 def _gone_within(pids: list[int], timeout_s: float) -> float:
     started = time.monotonic()
     while any(still_running(pid) for pid in pids):
@@ -417,10 +425,43 @@ def test_train_on_an_existing_cluster_needs_its_job_api_and_starts_no_head(live_
     address = f"http://127.0.0.1:{free_port()}"
     absent = run_script(TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir])
     assert [line for line in problems(absent) if f"RAY_JOB_ADDRESS={address}" in line]
-    (live_ray.state / "up").touch()  # the stand-in's job API answers
-    result = run_script(TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir])
+    api = live_ray.state.parent / "cluster_api"
+    (api / "api").mkdir(parents=True)
+    (api / "api" / "version").write_text('{"ray_version": "stand-in"}')
+    port = address.rsplit(":", 1)[1]
+    cluster = subprocess.Popen(  # a running cluster's job API: GET /api/version answers
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory", str(api), port],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_for_url(f"{address}/api/version")
+        result = run_script(
+            TRAIN, env | {"USE_EXISTING_RAY": "1", "RAY_JOB_ADDRESS": address}, bin_dirs=[live_ray.bin_dir]
+        )
+    finally:
+        cluster.kill()
+        cluster.wait()
     assert result.returncode == 0, result.stderr
     assert (live_ray.state / "submitted").is_file() and not (live_ray.state / "head").exists()
+
+
+@pytest.mark.parametrize("fault", ["head_fails", "no_api", "linked_log"])
+def test_a_head_that_cannot_serve_jobs_fails_the_launch_and_leaves_nothing(live_ray, fault, tmp_path):
+    """A head that exits at once, or whose job API never answers (RAY_START_TIMEOUT=1), is exit 1; a
+    head log that is a link is refused (exit 2) before anything starts; nothing is submitted, and
+    nothing of the head's session (its child ignores SIGTERM) outlives the launch."""
+    log = Path(live_ray.env["SAVE_PATH"]) / "ray_head.log"
+    if fault == "linked_log":
+        log.parent.mkdir(parents=True)
+        log.symlink_to(tmp_path / "elsewhere.log")
+    else:
+        (live_ray.state / fault).touch()
+    result = _launch(live_ray, RAY_START_TIMEOUT="1")
+    assert result.returncode == (2 if fault == "linked_log" else 1), result.stderr
+    assert not (live_ray.state / "submitted").exists() and not (tmp_path / "elsewhere.log").exists()
+    if fault != "linked_log":
+        assert str(log) in result.stderr
+        assert not still_running(live_ray.pid("head")) and not still_running(live_ray.pid("child"))
 
 
 def test_train_submits_again_only_while_the_job_was_never_created(live_ray):
@@ -440,8 +481,9 @@ def test_train_submits_again_only_while_the_job_was_never_created(live_ray):
 
 @pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
 def test_killing_the_script_stops_the_head_it_started(live_ray, number, measured):
-    """SIGKILL cannot be trapped: the head's keeper sees the script go and stops the head's session
-    (its child ignores SIGTERM, so it gets SIGKILL after RAY_STOP_TIMEOUT=2 s); the job's client goes too."""
+    """SIGKILL cannot be trapped: the head's tether sees the script go and stops the head's session
+    (its child ignores SIGTERM, so it gets SIGKILL after RAY_STOP_TIMEOUT=2 s); the job's client's
+    tether stops it too."""
     (live_ray.state / "hold").touch()
     env = script_env(live_ray.env, bin_dirs=[live_ray.bin_dir])
     script = subprocess.Popen(
@@ -460,7 +502,7 @@ def test_killing_the_script_stops_the_head_it_started(live_ray, number, measured
     assert still_running(live_ray.bystander)
     assert status == -number or status == 128 + number, status
     measured(f"train launch: head gone {seconds:.1f} s after the script's {signal.Signals(number).name}")
-    assert seconds < 2 + 10, "within the grace period plus the keeper's poll and SIGKILL's wait"
+    assert seconds < 2 + 10, "within the grace period plus the tether's poll and SIGKILL's wait"
 
 
 def test_train_help_lists_every_setting():

@@ -2,7 +2,7 @@
 
 `os.kill(pid, 0)` also finds a zombie, which an orphan stays until init reaps it (inside a
 container, init may never do so); a zombie has exited, only its status is left, so it counts as
-gone, as in mem_agent.serving.processes.running_in_group.
+gone, as in mem_agent.serving.processes.running_in.
 """
 
 from __future__ import annotations

@@ -233,27 +233,30 @@ def write_trainer_files(root: Path) -> TrainerFiles:
 
 _LIVE_RAY = """#!/usr/bin/env bash
 # Stand-in for `ray`: `start --head --block` stays in the foreground with a child that ignores
-# SIGTERM (like a stuck raylet); `job list` answers once the head is up; `job submit` logs its argv
-# and, as files in the state folder ask, fails once before the job exists (no_agent), fails after
-# creating it (job_fails) or runs until stopped (hold); `job status` answers once a job exists.
+# SIGTERM (like a stuck raylet) and serves the job API's GETs from the folder $state/api (Ray's
+# /api/version; /api/jobs/ID once the job exists), unless state/no_api; with state/head_fails it
+# exits at once. `job submit` logs its argv and, as files in the state folder ask, fails once
+# before the job exists (no_agent), fails after creating it (job_fails) or runs until stopped (hold).
 state={state}
 case "$1 $2" in
   "start --head")
     echo $$ > "$state/head"
     bash -c 'trap "" TERM; exec sleep 600' &
     echo $! > "$state/child"
-    touch "$state/up"
+    [[ ! -e "$state/head_fails" ]] || exit 1
+    mkdir -p "$state/api/api/jobs" && echo '{{"ray_version": "stand-in"}}' > "$state/api/api/version"
+    port=$(sed -n 's/.*--dashboard-port \\([0-9]*\\).*/\\1/p' <<< "$*")
+    [[ -e "$state/no_api" ]] || {python} -m http.server --bind 127.0.0.1 --directory "$state/api" "$port" &
     wait
     ;;
-  "job list") [[ -e "$state/up" ]] ;;
   "job submit")
     printf '%s\\n' "$@" > "$state/submitted"
     echo "$$" >> "$state/submissions"
     if [[ -e "$state/no_agent" ]]; then rm "$state/no_agent"; echo "No available agent" >&2; exit 1; fi
-    if [[ -e "$state/job_fails" ]]; then touch "$state/job_created"; exit 1; fi
+    id=$(sed -n 's/.*--submission-id \\([^ ]*\\).*/\\1/p' <<< "$*")
+    if [[ -e "$state/job_fails" ]]; then touch "$state/api/api/jobs/$id"; exit 1; fi
     [[ ! -e "$state/hold" ]] || exec sleep 600
     ;;
-  "job status") [[ -e "$state/job_created" ]] ;;
   *) exit 1 ;;
 esac
 """
@@ -263,7 +266,8 @@ def write_live_ray(bin_dir: Path, state: Path) -> Path:
     """A `ray` whose head runs until stopped: the head's pid goes to state/head, its child's
     (which ignores SIGTERM) to state/child, the submitted job's words to state/submitted and each
     submission's pid to a line of state/submissions."""
-    return write_executable(bin_dir / "ray", _LIVE_RAY.format(state=shlex.quote(str(state))))
+    script = _LIVE_RAY.format(state=shlex.quote(str(state)), python=shlex.quote(sys.executable))
+    return write_executable(bin_dir / "ray", script)
 
 
 # ---- eval files ------------------------------------------------------------------------------------

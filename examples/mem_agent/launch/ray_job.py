@@ -3,18 +3,25 @@
     python -m mem_agent.launch ray-job --address URL --submission-id ID --save-path DIR --head-dir DIR
         --keep-head 0|1 --start-timeout S --stop-timeout S -- [ray start --head ...] -- ray job submit ...
 
-run-qwen3-4b-train.sh builds both commands and execs this, so this process is the script: stopping
-it (Ctrl-C, SIGTERM, SIGKILL) stops the head it started (launch/ray_head.py) unless --keep-head 1.
-The job is submitted once the head's job API answers. A fresh head answers a little before its
-node's agent can take a job ("No available agent"), so a submission that never created the job is
-tried again until --start-timeout; one whose job ran and failed is not.
+run-qwen3-4b-train.sh builds both commands and execs this, so this process is the script. Both run
+in sessions of their own under tethers to it (serving/processes.start_process): stopping it
+(Ctrl-C, SIGTERM, SIGKILL) stops the head it started, its GCS, raylet, dashboard and workers,
+which all stay in the head's session, and nothing else of Ray (`ray stop` would kill every Ray of
+the node, other users' included). --keep-head 1 starts the head in a session of its own without a
+tether: it outlives the launch. The head starts from --head-dir: the workers of a job without a
+working_dir run in the folder their raylet was started from, and the trainers' scripts rely on that.
+
+The job is submitted once a GET of the head's /api/version answers (what Ray's own job client
+checks). A fresh head answers a little before its node's agent can take a job ("No available
+agent"), so a submission that never created the job (GET /api/jobs/ID is not found) is tried
+again until --start-timeout; one whose job ran and failed is not. Why `ray job submit` and not
+Ray's JobSubmissionClient: docs/architecture.md, "Hand-written, and why".
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -23,16 +30,16 @@ from pathlib import Path
 from mem_agent.common.console import command_parser
 from mem_agent.common.numbers import number, parse_switch
 from mem_agent.common.usage import UsageError, split_command
-from mem_agent.launch.ray_head import HeadStartError, RayHead, signal_on_parent_death, start_head
-from mem_agent.serving.processes import log_tail
+from mem_agent.launch.serving import Group
+from mem_agent.serving.processes import ManagedProcess, ServerStartError, answers, start_process, wait_healthy
 
-API_POLL_S = 2.0  # between two asks whether the head's job API answers
+API_POLL_S = 0.5  # between two asks whether the head's job API answers
 RETRY_S = 5.0  # between two submissions the job API could not take yet
 HEAD_LOG = "ray_head.log"  # under the save folder
 
 
 class LaunchFailed(Exception):
-    """The head or the job could not be started; one line for a person, exit status 1."""
+    """The head or the job could not be started, or the job failed; one line for a person, exit status 1."""
 
 
 class Stopped(Exception):
@@ -43,38 +50,23 @@ class Stopped(Exception):
         self.status = 128 + number
 
 
-def job_api_answers(address: str, timeout_s: float = 60.0) -> bool:
-    """Whether a Ray job API answers at `address` (`ray job list` succeeds)."""
-    try:
-        listed = subprocess.run(
-            ["ray", "job", "list", "--address", address], capture_output=True, timeout=timeout_s, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return listed.returncode == 0
+def _raise_stopped(number: int, frame: object) -> None:
+    raise Stopped(number)
 
 
-def wait_for_job_api(head: RayHead, address: str, timeout_s: float) -> float:
-    """Seconds until the head's job API answered; LaunchFailed when the head exits or time runs out."""
-    started = time.monotonic()
-    while not job_api_answers(address):
-        if not head.alive():
-            raise LaunchFailed(f"ray start exited; see {head.log_path}:\n{log_tail(head.log_path, 20)}")
-        if time.monotonic() - started > timeout_s:
-            raise LaunchFailed(
-                f"the Ray job API did not answer at {address} within {timeout_s:.0f} s (is ray[default]"
-                f" installed?); see {head.log_path}"
-            )
-        time.sleep(API_POLL_S)
-    return time.monotonic() - started
+_HANDLERS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _raise_stopped, signal.SIGHUP: _raise_stopped}
 
 
-def submit(job: Sequence[str], address: str, submission_id: str, timeout_s: float) -> None:
+def job_api_answers(address: str, timeout_s: float = 10.0) -> bool:
+    """Whether a Ray job API answers at `address`."""
+    return answers(f"{address}/api/version", timeout_s)
+
+
+def submit(group: Group, job: Sequence[str], address: str, submission_id: str, timeout_s: float) -> None:
     """`job` (ray job submit ...) until it succeeds; again only while the job was never created."""
     deadline = time.monotonic() + timeout_s
-    while subprocess.run(list(job), check=False, preexec_fn=signal_on_parent_death(signal.SIGTERM)).returncode:
-        status = ["ray", "job", "status", "--address", address, submission_id]
-        if subprocess.run(status, capture_output=True, check=False).returncode == 0:
+    while group.run("ray job submit", job):
+        if answers(f"{address}/api/jobs/{submission_id}"):
             raise LaunchFailed(f"job {submission_id} failed; its log: ray job logs --address {address} {submission_id}")
         if time.monotonic() > deadline:
             raise LaunchFailed(f"could not submit the job to {address} within {timeout_s:.0f} s")
@@ -82,35 +74,66 @@ def submit(job: Sequence[str], address: str, submission_id: str, timeout_s: floa
         time.sleep(RETRY_S)
 
 
-def launch(options: argparse.Namespace, head_argv: list[str], job_argv: list[str]) -> None:
-    head = None
+def run_job(
+    head: Sequence[str],
+    job: Sequence[str],
+    *,
+    address: str,
+    submission_id: str,
+    save_path: Path,
+    head_dir: Path,
+    keep_head: bool,
+    start_timeout: float,
+    stop_timeout: float,
+) -> int:
+    """Start `head` (none: submit to a running cluster), submit `job` once its job API answers, and stop
+    the head unless `keep_head`; the exit status (1 a failure, 2 a linked log, 128 + N on signal N)."""
+    previous = {stop: signal.signal(stop, handler) for stop, handler in _HANDLERS.items()}
+    group, started = Group(stop_timeout), None
     try:
-        if head_argv:
-            log_path = Path(options.save_path) / HEAD_LOG
-            head = start_head(
-                head_argv,
-                log_path=log_path,
-                cwd=options.head_dir,
-                grace_s=options.stop_timeout,
-                kept=bool(options.keep_head),
-            )
-            print(f"starting the Ray head (session {head.session}, log {log_path})", file=sys.stderr)
-            waited = wait_for_job_api(head, options.address, options.start_timeout)
-            print(f"Ray head up after {waited:.0f} s (jobs: {options.address})", file=sys.stderr)
-        submit(job_argv, options.address, options.submission_id, options.start_timeout)
-        print(
-            f"training finished; checkpoints in {options.save_path} (convert them with convert-to-hf.sh)",
-            file=sys.stderr,
-        )
+        if head:
+            log = Path(save_path) / HEAD_LOG
+            if keep_head:
+                started = start_process("ray head", head, log, cwd=head_dir, tethered=False)
+            else:
+                started = group.start("ray head", head, log, cwd=head_dir)
+            print(f"starting the Ray head (session {started.pid}, log {log})", file=sys.stderr)
+            waited = _wait_for_job_api(started, address, start_timeout)
+            print(f"Ray head up after {waited:.0f} s (jobs: {address})", file=sys.stderr)
+        submit(group, job, address, submission_id, start_timeout)
+        print(f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr)
+        return 0
+    except LaunchFailed as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except UsageError as error:  # the head's log is a link, a FIFO, a hard link
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except Stopped as stopped:
+        return stopped.status
     finally:
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short
-        if head is not None:
-            head.stop()
+        for stop in _HANDLERS:
+            signal.signal(stop, signal.SIG_IGN)  # the stop below is not to be cut short
+        _stop(group, started, keep_head)
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
 
 
-def _raise_stopped(number: int, frame: object) -> None:
-    raise Stopped(number)
+def _wait_for_job_api(head: ManagedProcess, address: str, timeout_s: float) -> float:
+    try:
+        return wait_healthy(head, f"{address}/api/version", timeout_s, API_POLL_S)
+    except ServerStartError as error:
+        raise LaunchFailed(f"{error}\n(Ray's job API needs ray[default])") from None
+
+
+def _stop(group: Group, head: ManagedProcess | None, keep_head: bool) -> None:
+    if head is not None and keep_head:
+        print(f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{head.pid}", file=sys.stderr)
+    elif head is not None:
+        print(f"stopping the Ray head this launch started (session {head.pid})", file=sys.stderr)
+    group.stop()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -130,22 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     options, rest = split_command(list(argv))
     args = build_parser().parse_args(options)
-    head_argv, job_argv = split_command(rest)
-    if not job_argv:
+    head, job = split_command(rest)
+    if not job:
         print("error: give the head's command (or nothing) and the job's, each after --", file=sys.stderr)
         return 2
-    for stop in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(stop, _raise_stopped)
-    try:
-        launch(args, head_argv, job_argv)
-    except (LaunchFailed, HeadStartError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except UsageError as error:  # the head's log is a link, a FIFO, a hard link
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    except Stopped as stopped:
-        return stopped.status
-    return 0
+    return run_job(head, job, **vars(args))  # the parser's names are run_job's

@@ -6,25 +6,20 @@ requests itself (vLLM's --data-parallel-size; one port, one log). DP_MODE=router
 servers, replica i on GPUs [i*TP, (i+1)*TP) of the node's list, behind vllm-router: a replica that
 fails leaves the others serving, and each has its own log.
 
-Every command the launch starts runs in a process group of its own led by a tether to the launch
-(serving/tether.py): stopping the group stops what the command forked (vLLM's engine processes),
-and a launch killed with SIGKILL, which nothing can trap, still has every group stopped by its
-tether. The names imported from serving/ below (and CPU_STACK's command) are all this room uses of it.
+Every command the launch starts runs in a session of its own led by a tether to the launch
+(serving/tether.py): stopping the session stops what the command forked (vLLM's engine processes,
+Ray's workers), and a launch killed with SIGKILL, which nothing can trap, still has every session
+stopped by its tether. The names imported from serving/ below (and CPU_STACK's command) are all this room uses of it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mem_agent.serving.processes import ManagedProcess, running_in_group, start_process, wait_healthy
+from mem_agent.serving.processes import KILL_WAIT_S, ManagedProcess, start_process, stop_all, wait_healthy
 
-KILL_WAIT_S = 30.0  # seconds SIGKILLed processes may take to be gone before we say they outlived it
 VLLM_SERVER = ("-m", "vllm.entrypoints.openai.api_server")  # after the interpreter: vLLM's OpenAI server
 CPU_STACK_MODULE = "mem_agent.local_stack"  # vLLM's CPU build behind vllm-router (serving/cpu_stack.py)
 CPU_STACK = ("-m", CPU_STACK_MODULE)  # after the interpreter
@@ -100,8 +95,8 @@ class GpuLayout:
 
 
 class Group:
-    """The process groups one launch started, stopped together: every group gets SIGTERM at once, so
-    N servers that ignore it take one grace period before SIGKILL, not N."""
+    """The sessions one launch started (servers, the evaluator, a Ray head and its job's client),
+    stopped together."""
 
     def __init__(self, grace_s: float) -> None:
         self.grace_s = grace_s
@@ -115,13 +110,14 @@ class Group:
         pass_fds: Sequence[int] = (),
         *,
         log_root: Path | None = None,
+        cwd: Path | None = None,
     ) -> ManagedProcess:
-        process = start_process(name, argv, log, grace_s=self.grace_s, pass_fds=pass_fds, log_root=log_root)
+        process = start_process(name, argv, log, grace_s=self.grace_s, pass_fds=pass_fds, log_root=log_root, cwd=cwd)
         self.started.append(process)
         return process
 
     def run(self, name: str, argv: Sequence[str], pass_fds: Sequence[int] = ()) -> int:
-        """A command in the foreground (its output is ours), in a tethered group; its exit status."""
+        """A command in the foreground (its output is ours), in a tethered session; its exit status."""
         return self.start(name, argv, None, pass_fds).popen.wait()
 
     def wait_healthy(self, process: ManagedProcess, url: str, timeout_s: float, interval_s: float) -> None:
@@ -130,33 +126,9 @@ class Group:
         print(f"{process.name} is up at {url} after {seconds:.0f} s", flush=True)
 
     def stop(self) -> None:
-        """SIGTERM every group still running, SIGKILL what runs after the grace period; returns once
-        no process of them runs (or says which outlived SIGKILL)."""
-        running = [process for process in self.started if self._running(process)]
-        for process in running:
-            _signal(process, signal.SIGTERM)
-        if self._wait_gone(running, self.grace_s):
-            return
-        for process in [process for process in running if self._running(process)]:
-            print(f"{process.name} (pid {process.pid}) still running {self.grace_s:g} s after SIGTERM: SIGKILL")
-            _signal(process, signal.SIGKILL)
-        if not self._wait_gone(running, KILL_WAIT_S):
-            left = [process.name for process in running if self._running(process)]
-            print(f"warning: {', '.join(left)} outlived SIGKILL by {KILL_WAIT_S:.0f} s", flush=True)
-
-    @staticmethod
-    def _running(process: ManagedProcess) -> bool:
-        return process.popen.poll() is None or bool(running_in_group(process.pid))
-
-    def _wait_gone(self, processes: Sequence[ManagedProcess], timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while any(self._running(process) for process in processes):
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
-
-
-def _signal(process: ManagedProcess, number: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, number)
+        """`stop_all` of every session it started; says which processes outlived SIGKILL."""
+        left = stop_all([process.pid for process in self.started], self.grace_s)
+        for process in self.started:
+            process.popen.poll()  # reaped: they are our children
+        if left:
+            print(f"warning: processes {left} outlived SIGKILL by {KILL_WAIT_S:.0f} s", flush=True)

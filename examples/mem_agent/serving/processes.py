@@ -1,13 +1,14 @@
 """Child servers that are started, watched and stopped by their own PID.
 
-Every server we start gets its own process group and a log file (never a pipe nobody drains,
-which stalls a chatty server once the pipe buffer fills). Stopping signals that group only:
-vLLM forks an engine process, and stopping the API server's PID alone would orphan it, while a
-broad `pkill` would hit other users' jobs on a shared node. A stop returns only once no process
-of the group runs: a signal is delivered when its target is next scheduled, which on a loaded
+Every server we start gets a session of its own and a log file (never a pipe nobody drains,
+which stalls a chatty server once the pipe buffer fills). Stopping signals that session only:
+vLLM forks an engine process and Ray's raylet gives each worker a process group of its own, so
+stopping the server's PID, or even its group, would orphan them, while a broad `pkill` (or
+`ray stop`) would hit other users' jobs on a shared node. A stop returns only once no process of
+the session runs: a signal is delivered when its target is next scheduled, which on a loaded
 machine can be well after `kill` returns, and an orphaned child is reaped by init, not by us.
-Each group is led by a tether to this process (serving/tether.py), so that our own death, even
-by SIGKILL, stops it too.
+Each session is led by a tether to this process (serving/tether.py), so that our own death, even
+by SIGKILL, stops it too; the tether stops it with the same `stop_all`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from mem_agent.common.usage import UsageError
 
 LOOPBACK = "127.0.0.1"
 STOP_GRACE_S = 15.0  # SIGTERM to SIGKILL, for a stop by us and for one by a tether whose parent we were
+KILL_WAIT_S = 30.0  # how long SIGKILLed processes may take to be gone before a stop names them
 
 
 class ServerStartError(RuntimeError):
@@ -71,41 +73,45 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def stop(self, grace_s: float = STOP_GRACE_S, kill_wait_s: float = 30.0) -> None:
-        """SIGTERM the process group, SIGKILL it if anything still runs after `grace_s`, and return
-        once nothing of it runs; ProcessStopError if something outlives SIGKILL by `kill_wait_s`."""
-        _signal_group(self.pid, signal.SIGTERM)
-        if _wait_until(self._group_gone, grace_s):
-            return
-        # The leader, or a forked engine it left behind, ignored SIGTERM or was too slow.
-        _signal_group(self.pid, signal.SIGKILL)
-        if not _wait_until(self._group_gone, kill_wait_s):
-            raise ProcessStopError(
-                f"{self.name}: processes {running_in_group(self.pid)} of its group still run "
-                f"{kill_wait_s:.0f} s after SIGKILL"
-            )
-
-    def _group_gone(self) -> bool:
-        """The leader is reaped (by us: it is our child) and no other process of its group runs."""
-        return self.popen.poll() is not None and not running_in_group(self.pid)
+    def stop(self, grace_s: float = STOP_GRACE_S, kill_wait_s: float = KILL_WAIT_S) -> None:
+        """`stop_all` of its session; ProcessStopError if something outlives SIGKILL by `kill_wait_s`."""
+        left = stop_all([self.pid], grace_s, kill_wait_s)
+        self.popen.poll()  # reaped: it is our child
+        if left:
+            raise ProcessStopError(f"{self.name}: processes {left} still run {kill_wait_s:.0f} s after SIGKILL")
 
 
-def running_in_group(pgid: int) -> list[int]:
-    """PIDs of the group's processes that have not exited (a zombie has: only its status is left).
+def running_in(leaders: Collection[int], *, sessions: bool = True) -> list[int]:
+    """PIDs, ours aside, of the processes still running in the process groups (and with `sessions`,
+    the sessions) that `leaders` lead, or led: a group or a session outlives its leader."""
+    own, leaders = os.getpid(), set(leaders)
+    return [
+        pid
+        for pid, group, session in living_processes()
+        if pid != own and (group in leaders or (sessions and session in leaders))
+    ]
 
-    Read from /proc, since `killpg(pgid, 0)` also finds zombies, which an orphan stays until init
-    reaps it. Without /proc (not Linux), any member found by `killpg` counts as running.
-    """
-    proc = Path("/proc")
-    if not (proc / "self" / "stat").exists():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        except PermissionError:
-            pass
-        return [pgid]
-    return [pid for pid, group, _session in living_processes() if group == pgid]
+
+def stop_all(leaders: Collection[int], grace_s: float, kill_wait_s: float = KILL_WAIT_S) -> list[int]:
+    """SIGTERM every process of the groups `leaders` lead, all at once (N servers that ignore it take
+    one grace period, not N), SIGKILL what of their sessions still runs after `grace_s`; [] once
+    none runs, else the PIDs that still run `kill_wait_s` after SIGKILL (stuck in the kernel, say).
+
+    SIGTERM goes to the groups only: `ray start --head --block` stops its GCS, raylet and workers
+    (other groups of its session) itself, and a SIGTERM to each of them at once left it stuck."""
+    _signal_each(running_in(leaders, sessions=False), signal.SIGTERM)
+    if _wait_until(lambda: not running_in(leaders), grace_s):
+        return []
+    print(f"processes {running_in(leaders)} still run {grace_s:g} s after SIGTERM: SIGKILL", file=sys.stderr)
+    _signal_each(running_in(leaders), signal.SIGKILL)
+    _wait_until(lambda: not running_in(leaders), kill_wait_s)
+    return running_in(leaders)
+
+
+def _signal_each(pids: list[int], number: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # exited since the look
+            os.kill(pid, number)
 
 
 def living_processes() -> Iterator[tuple[int, int, int]]:
@@ -132,16 +138,6 @@ def _wait_until(done: Callable[[], bool], timeout_s: float, interval_s: float = 
     return True
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def tether_command(grace_s: float = STOP_GRACE_S) -> list[str]:
-    """The tether (serving/tether.py) of a command started here: `tether_command() + ["--", *argv]`."""
-    return [sys.executable, "-m", "mem_agent.serving.tether", "--parent", str(os.getpid()), "--grace", str(grace_s)]
-
-
 def start_process(
     name: str,
     argv: Sequence[str],
@@ -151,21 +147,33 @@ def start_process(
     grace_s: float = STOP_GRACE_S,
     pass_fds: Sequence[int] = (),
     log_root: Path | None = None,
+    cwd: Path | None = None,
+    tethered: bool = True,
 ) -> ManagedProcess:
-    """Start `argv` in a new process group under a tether to this process (serving/tether.py): if we
-    die, even by SIGKILL, the group is stopped within the tether's poll plus `grace_s`. Its output
-    is appended to `log_path` (common/guarded_files.py: never through a link at it or at a folder
-    below `log_root`, the run folder), or with None goes where ours goes (a command run in the
-    foreground); `pass_fds` are descriptors it keeps (a run folder's lock)."""
-    options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "env": {**os.environ, **(env or {})}}
+    """Start `argv` from `cwd` in a new session under a tether to this process (serving/tether.py):
+    if we die, even by SIGKILL, the session is stopped within the tether's poll plus `grace_s`
+    (`tethered=False`: a session that outlives us by design). Its output is appended to `log_path`
+    (common/guarded_files.py: never through a link at it or at a folder below `log_root`, the run
+    folder), or with None goes where ours goes (a command run in the foreground); `pass_fds` are
+    descriptors it keeps (a run folder's lock)."""
+    options: dict[str, Any] = {"stdin": subprocess.DEVNULL, "env": {**os.environ, **(env or {})}, "cwd": cwd}
     options |= {"start_new_session": True, "pass_fds": tuple(pass_fds)}
-    command = [*tether_command(grace_s), "--", *argv]
+    tether = [sys.executable, "-m", "mem_agent.serving.tether", "--parent", str(os.getpid()), "--grace", str(grace_s)]
+    command = [*tether, "--", *argv] if tethered else list(argv)
     if log_path is None:
         popen = subprocess.Popen(command, **options)
     else:
         with open_append_log(log_path, log_root) as log:
             popen = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, **options)
     return ManagedProcess(name=name, argv=list(argv), log_path=log_path, popen=popen)
+
+
+def answers(url: str, timeout_s: float = 5.0) -> bool:
+    """Whether a GET of `url` answers 200 (never through a proxy: a server we started, a head we submit to)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with contextlib.suppress(urllib.error.URLError, OSError), opener.open(url, timeout=timeout_s) as response:
+        return response.status == 200
+    return False
 
 
 def wait_healthy(process: ManagedProcess, url: str, timeout_s: float, interval_s: float = 0.5) -> float:
@@ -176,16 +184,14 @@ def wait_healthy(process: ManagedProcess, url: str, timeout_s: float, interval_s
     """
     start = time.monotonic()
     deadline = start + timeout_s
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
     while True:
         if not process.alive():
             raise ServerStartError(
                 f"{process.name} exited with status {process.popen.returncode} before it was healthy "
                 f"(log {process.log_path}):\n{log_tail(process.log_path)}"
             )
-        with contextlib.suppress(urllib.error.URLError, OSError), opener.open(url, timeout=5) as response:
-            if response.status == 200:
-                return time.monotonic() - start
+        if answers(url):
+            return time.monotonic() - start
         if time.monotonic() > deadline:
             raise ServerStartError(
                 f"{process.name} was not healthy at {url} after {timeout_s:.0f} s "
