@@ -117,6 +117,8 @@ LongBenchTasks = Annotated[str, AfterValidator(_tasks)]
 
 
 class _Launch(BaseModel):
+    """run-eval.sh's settings that are the launch's own (the evaluator's follow: EvalSettings)."""
+
     model_config = ENV_MODEL_CONFIG
 
     model_path: str = setting(
@@ -273,7 +275,7 @@ def _knob(field: Field) -> tuple[type, Any]:
     """The evaluator's flag `field` as run-eval.sh's variable: the text set goes to the flag as written, and
     the evaluator's own parser judges it (launch/evaluate.py), so its bounds are the flag's alone."""
     options = field.metadata["options"]
-    values = f"one of {', '.join(options['choices'])}" if "choices" in options else str(options["type"])
+    values = f"one of {', '.join(options['choices'])}" if "choices" in options else str(options.get("type", "text"))
     default = "" if field.default is None else str(field.default)
     doc = f"{flag_name(field)}: {field.metadata['help'].removesuffix(f' (default: {default})')}"
     return str, setting(default, doc, env=field.metadata["env"], values=values, section=EVALUATOR)
