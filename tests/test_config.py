@@ -171,17 +171,13 @@ def test_config_problems_catches_a_variable_one_typo_from_a_setting():
 def test_the_evaluation_commands_read_whole_documents_unless_a_cap_is_asked_for(monkeypatch):
     """MemAgent cuts training documents at 8 chunks but evaluates them whole: the evaluator and
     run_document do the same, unless MEM_MAX_CHUNKS or --max-chunks asks for a cap."""
-    import argparse
+    from mem_agent.inference.agent_flags import AgentFlags, config_from_args
 
-    from mem_agent.inference.agent_flags import add_agent_flags, config_from_args
-
-    parser = argparse.ArgumentParser()
-    add_agent_flags(parser)
     monkeypatch.delenv("MEM_MAX_CHUNKS", raising=False)
-    assert config_from_args(parser.parse_args([])).max_chunks == 0
-    assert config_from_args(parser.parse_args(["--max-chunks", "3"])).max_chunks == 3
+    assert config_from_args(AgentFlags()).max_chunks == 0
+    assert config_from_args(AgentFlags(max_chunks=3)).max_chunks == 3
     monkeypatch.setenv("MEM_MAX_CHUNKS", "6")
-    assert config_from_args(parser.parse_args([])).max_chunks == 6
+    assert config_from_args(AgentFlags()).max_chunks == 6
     assert MemAgentConfig.from_env().max_chunks == 6, "the hooks read the variable itself"
 
 

@@ -24,13 +24,12 @@ from mem_agent.common.printable import shell_line
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.request import parse_request
 from mem_agent.launch.eval_data import PrepareSettings
-from mem_agent.launch.eval_settings import EvalSettings
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import read
 from mem_agent.settings.config import config_problems
 from mem_agent.settings.report import settings_lines
 from support.prompt_files import write_template_file
-from support.scripts import SCRIPTS, run_script
+from support.scripts import SCRIPTS, named, refusal, run_script
 
 PACKAGE = PROJECT_ROOT / "examples" / "mem_agent"
 FACTORY = PACKAGE / "common" / "console.py"
@@ -124,14 +123,6 @@ KNOBS = {
         lambda value, capsys: config_problems({"MEM_CHUNK_TOKENS": value}),
         lambda value, capsys: _evaluator_flag_problems("--chunk-tokens", value),
     ),
-    "CONCURRENCY / --concurrency": (
-        lambda value, capsys: _variable_problems(EvalSettings, "CONCURRENCY", value),
-        lambda value, capsys: _evaluator_flag_problems("--concurrency", value),
-    ),
-    "LIMIT / --limit": (
-        lambda value, capsys: _variable_problems(EvalSettings, "LIMIT", value),
-        lambda value, capsys: _evaluator_flag_problems("--limit", value),
-    ),
     "SEED / build_long_context --seed": (
         lambda value, capsys: _variable_problems(PrepareSettings, "SEED", value),
         _builder_seed_problems,
@@ -150,6 +141,30 @@ def test_a_value_the_variable_refuses_the_flag_refuses_too(knob, value, capsys):
 def test_a_value_the_variable_takes_the_flag_takes_too(knob, capsys):
     variable, flag = KNOBS[knob]
     assert variable("12", capsys) == [] and flag("12", capsys) == []
+
+
+EVALUATOR_VARIABLES = {
+    "CONCURRENCY": "--concurrency",
+    "QUESTIONS_IN_FLIGHT": "--questions-in-flight",
+    "LIMIT": "--limit",
+}
+
+
+@pytest.mark.parametrize("first", range(0, len(REFUSED), len(EVALUATOR_VARIABLES)))
+def test_run_evals_evaluator_variables_refuse_what_the_evaluators_flags_refuse(tmp_path, first):
+    """CONCURRENCY, QUESTIONS_IN_FLIGHT and LIMIT go to the evaluator's flags as written: a value the flag
+    refuses, run-eval.sh refuses by the variable's name, before anything starts."""
+    given = dict(zip(EVALUATOR_VARIABLES, REFUSED[first:], strict=False))
+    assert all(_evaluator_flag_problems(EVALUATOR_VARIABLES[name], value) for name, value in given.items())
+    problems = refusal(run_script(SCRIPTS / "run-eval.sh", given | {"DRY_RUN": "1"}, cwd=tmp_path))
+    assert sorted(named(problems)) == sorted(given), problems
+
+
+def test_run_eval_passes_the_value_its_evaluator_flags_take(tmp_path):
+    result = run_script(
+        SCRIPTS / "run-eval.sh", dict.fromkeys(EVALUATOR_VARIABLES, "12") | {"DRY_RUN": "1"}, cwd=tmp_path
+    )
+    assert result.returncode == 0 and all(f"{flag} 12" in result.stdout for flag in EVALUATOR_VARIABLES.values())
 
 
 def test_a_seed_is_0_to_2_to_the_32_minus_1_as_a_variable_and_as_a_flag(capsys):

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.records import TrajectoryStatus
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import add_flags, command_parser
 from mem_agent.common.usage import UsageError, gather
 from mem_agent.inference.agent_flags import (
-    add_agent_flags,
-    add_sampling_flags,
-    add_server_flags,
+    AgentFlags,
+    SamplingFlags,
+    ServerFlags,
     client_settings,
     config_from_args,
     sampling_from_args,
@@ -42,9 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = command_parser("mem_agent.run_document", __doc__.split("\n\n")[0])
     parser.add_argument("--question", required=True, help="the question to answer from the document")
     parser.add_argument("--document", default="-", help="UTF-8 text file, or - for stdin (default: -)")
-    add_server_flags(parser)
-    add_sampling_flags(parser)
-    add_agent_flags(parser)
+    for flags in (ServerFlags, SamplingFlags, AgentFlags):
+        add_flags(parser, flags)
     parser.add_argument("--json", type=Path, default=None, help="also write the whole trajectory to this JSON file")
     parser.add_argument("--quiet", action="store_true", help="print only the final answer")
     return parser

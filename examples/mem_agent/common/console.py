@@ -9,22 +9,28 @@ no abbreviations (argparse would take `--forc` for `--force`, and a prefix could
 another flag the day one is added); a flag's number read by the rules of common/numbers.py, the
 ones the settings' variables are read by; and every bad number of a command line named at once,
 in one `error:` line (exit 2), as the commands' own checks report theirs.
+
+A command's flags may be declared as the fields of a frozen dataclass (`flag`, as TRL's
+HfArgumentParser reads them): `add_flags` makes the flags from the fields, `parsed` the record from
+what was parsed, so a flag's name, type, bounds, default and help are written once.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from mem_agent.common.input_files import length_problem
 from mem_agent.common.numbers import NumberError
 from mem_agent.common.printable import printable
 from mem_agent.common.usage import UsageError
 
+T = TypeVar("T")
 _dispatched: dict[str, str] = {}  # module -> the name the dispatcher runs it under, while it runs
 _SHOWN_VALUE = 80  # characters of a refused value echoed back
 
@@ -54,6 +60,35 @@ def command_parser(
     print_any_path()  # every command makes its parser first: the one place all of them pass
     kind = _RaisingParser if raising else _CommandParser
     return kind(description=description, allow_abbrev=False, **options)
+
+
+def flag(
+    default: Any = None, help: str = "", *, factory: Callable[[], Any] | None = None, env: str = "", **options: Any
+) -> Any:
+    """A dataclass field that is the flag `--field-name`: its default (`factory`: one read as the parser is
+    made, from the environment), its help and argparse's `options` (type, choices, nargs, action, metavar).
+    `env`: the variable a launch script sets it by (run-eval.sh's CONCURRENCY)."""
+    metadata = {"help": help, "env": env, "options": options}
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def flag_name(field: dataclasses.Field) -> str:
+    return "--" + field.name.replace("_", "-")
+
+
+def add_flags(parser: argparse.ArgumentParser, flags: type) -> None:
+    """The fields of the dataclass `flags` as the parser's flags, in the order they are declared."""
+    for field in dataclasses.fields(flags):
+        default = field.default_factory() if field.default is dataclasses.MISSING else field.default
+        default = list(default) if isinstance(default, tuple) else default  # argparse appends to a list
+        parser.add_argument(flag_name(field), default=default, help=field.metadata["help"], **field.metadata["options"])
+
+
+def parsed(flags: type[T], args: argparse.Namespace) -> T:
+    """The dataclass `flags` holding the parsed `args`, each list a tuple (a parsed record does not change)."""
+    return flags(**{name: tuple(value) if isinstance(value, list) else value for name, value in vars(args).items()})
 
 
 class _CommandParser(argparse.ArgumentParser):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from dataclasses import dataclass
 
 INT_LIMIT = 2**31 - 1
 # A seed is 0 to 2**32-1: what random, numpy (default_rng and its legacy seeding), torch's manual_seed
@@ -95,23 +95,34 @@ def describe_number(low: float = -INT_LIMIT, high: float = INT_LIMIT, *, above: 
 # ---- argparse types: a flag's bounds beside it, the rules above ------------------------------------------------
 
 
-def integer(low: int = -INT_LIMIT, high: int = INT_LIMIT) -> Callable[[str], int]:
-    """The argparse type of an integer flag from `low` to `high` (a count: `integer(1)`)."""
+@dataclass(frozen=True)
+class integer:  # lower case: an argparse type, called as int is
+    """The argparse type of an integer flag from `low` to `high` (a count: `integer(1)`); as text, what it takes."""
 
-    def parse(text: str) -> int:
-        return parse_integer(text, low, high)
+    low: int = -INT_LIMIT
+    high: int = INT_LIMIT
 
-    return parse
+    def __call__(self, text: str) -> int:
+        return parse_integer(text, self.low, self.high)
+
+    def __str__(self) -> str:
+        return describe_integer(self.low, self.high)
 
 
-def number(low: float = -INT_LIMIT, high: float = INT_LIMIT, *, above: bool = False) -> Callable[[str], float]:
+@dataclass(frozen=True)
+class number:  # lower case: an argparse type, called as float is
     """The argparse type of a number flag from `low` (excluded when `above`) to `high` (a time in seconds:
-    `number(0, above=True)`)."""
+    `number(0, above=True)`); as text, what it takes."""
 
-    def parse(text: str) -> float:
-        return parse_number(text, low, high, above=above)
+    low: float = -INT_LIMIT
+    high: float = INT_LIMIT
+    above: bool = False
 
-    return parse
+    def __call__(self, text: str) -> float:
+        return parse_number(text, self.low, self.high, above=self.above)
+
+    def __str__(self) -> str:
+        return describe_number(self.low, self.high, above=self.above)
 
 
 def seed(text: str) -> int:

@@ -1,5 +1,6 @@
 """Flags shared by the commands that run the agent against a server (the evaluator, run_document),
-so each is defined and documented once, and the agent, sampling and client settings built from them."""
+so each is declared once (dataclass fields, common/console.flag), and the agent, sampling and client
+settings built from them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ import json
 import os
 import socket
 import urllib.parse
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mem_agent.agent.direct_reading import DirectReader, WindowTooSmallError
 from mem_agent.agent.records import SamplingParams
 from mem_agent.agent.workflow import MemoryAgent
-from mem_agent.common.numbers import SEED_LIMIT, number, seed
+from mem_agent.common.console import flag
+from mem_agent.common.numbers import SEED_LIMIT, number
+from mem_agent.common.numbers import seed as seed_number
 from mem_agent.common.usage import UsageError, problems_to_error
 from mem_agent.inference.client import ApiProtocol, ClientSettings
 from mem_agent.settings.config import ENV_NAMES, ConfigError, MemAgentConfig, config_problems
@@ -21,72 +26,80 @@ from mem_agent.settings.declared import flag_type
 from mem_agent.tokenization.tokenizer import BUNDLED_QWEN3, load_tokenizer
 
 
-def add_server_flags(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
-    default_url = os.environ.get("MEM_ROUTER_URL")
-    parser.add_argument(
-        "--url",
-        nargs="+" if many else None,
-        default=[default_url] if many and default_url else default_url,
-        help="server or router base URL"
-        + (" (several: requests go to the least busy)" if many else "")
-        + " (default: $MEM_ROUTER_URL)",
-    )
-    parser.add_argument(
-        "--protocol",
+def url_flag(*, many: bool = False) -> Any:
+    """--url: one server, or (`many`) several; $MEM_ROUTER_URL as the parser is made by default."""
+
+    def default() -> Any:
+        url = os.environ.get("MEM_ROUTER_URL")
+        return ((url,) if url else ()) if many else url
+
+    several = " (several: requests go to the least busy)" if many else ""
+    text = f"server or router base URL{several} (default: $MEM_ROUTER_URL)"
+    return flag(factory=default, help=text, nargs="+" if many else None)
+
+
+@dataclass(frozen=True)
+class ServerFlags:
+    """The server an agent command talks to, and how."""
+
+    url: str | None = url_flag()
+    protocol: str = flag(
+        ApiProtocol.OPENAI.value,
+        "openai: /v1/completions (any vLLM); vllm: /inference/v1/generate; sglang: /generate (default: openai)",
         choices=[p.value for p in ApiProtocol],
-        default=ApiProtocol.OPENAI.value,
-        help="openai: /v1/completions (any vLLM); vllm: /inference/v1/generate; sglang: /generate (default: openai)",
+        env="PROTOCOL",
     )
-    parser.add_argument("--model", default=None, help="model name to send (default: the server's only model)")
-    parser.add_argument(
-        "--tokenizer",
-        default=os.environ.get("MEM_MODEL_PATH", BUNDLED_QWEN3),
+    model: str | None = flag(None, "model name to send (default: the server's only model)")
+    tokenizer: str = flag(
+        factory=lambda: os.environ.get("MEM_MODEL_PATH", BUNDLED_QWEN3),
         help=f"model folder whose tokenizer to use (default: $MEM_MODEL_PATH, else {BUNDLED_QWEN3})",
     )
 
 
-def add_sampling_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--temperature", type=number(0), default=0.7, help="sampling temperature, >= 0 (default: 0.7)")
-    parser.add_argument(
-        "--top-p", type=number(0, 1, above=True), default=0.95, help="nucleus sampling mass, in (0, 1] (default: 0.95)"
+@dataclass(frozen=True)
+class SamplingFlags:
+    temperature: float = flag(0.7, "sampling temperature, >= 0 (default: 0.7)", type=number(0), env="TEMPERATURE")
+    top_p: float = flag(
+        0.95, "nucleus sampling mass, in (0, 1] (default: 0.95)", type=number(0, 1, above=True), env="TOP_P"
     )
-    parser.add_argument(
-        "--seed",
-        type=seed,
-        default=None,
-        help=f"per-request sampling seed, 0 to {SEED_LIMIT} (default: none; the vLLM CPU build 0.32 crashes on"
+    seed: int | None = flag(
+        None,
+        f"per-request sampling seed, 0 to {SEED_LIMIT} (default: none; the vLLM CPU build 0.32 crashes on"
         " seeded requests)",
+        type=seed_number,
     )
 
 
-def add_agent_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags that override MEM_* settings, each bounded as its setting is (MemAgentConfig)."""
-    for flag, field, text in (
-        ("--chunk-tokens", "chunk_tokens", "tokens per chunk (default: MEM_CHUNK_TOKENS)"),
-        ("--max-memory", "max_memory_tokens", "memory token limit (default: MEM_MAX_MEMORY)"),
-        ("--max-final", "max_final_tokens", "answer token limit (default: MEM_MAX_FINAL)"),
-        (
-            "--max-chunks",
-            "max_chunks",
-            "chunk cap, 0 = none (default: MEM_MAX_CHUNKS where set, else 0: whole documents, as MemAgent evaluates)",
-        ),
-    ):
-        parser.add_argument(flag, type=flag_type(MemAgentConfig, field), default=None, help=text)
-    parser.add_argument(
-        "--prompts",
-        default=None,
+def _setting(field: str, text: str) -> Any:
+    """A flag that overrides a MEM_* setting, bounded as the setting is (MemAgentConfig)."""
+    return flag(None, text, type=flag_type(MemAgentConfig, field))
+
+
+@dataclass(frozen=True)
+class AgentFlags:
+    """The flags that override MEM_* settings."""
+
+    chunk_tokens: int | None = _setting("chunk_tokens", "tokens per chunk (default: MEM_CHUNK_TOKENS)")
+    max_memory: int | None = _setting("max_memory_tokens", "memory token limit (default: MEM_MAX_MEMORY)")
+    max_final: int | None = _setting("max_final_tokens", "answer token limit (default: MEM_MAX_FINAL)")
+    max_chunks: int | None = _setting(
+        "max_chunks",
+        "chunk cap, 0 = none (default: MEM_MAX_CHUNKS where set, else 0: whole documents, as MemAgent evaluates)",
+    )
+    prompts: str | None = flag(
+        None,
+        "prompt-template file, e.g. written by mem_agent.fetch_prompts (default: MEM_PROMPTS, else built-in)",
         metavar="FILE",
-        help="prompt-template file, e.g. written by mem_agent.fetch_prompts (default: MEM_PROMPTS, else built-in)",
     )
 
 
-def config_from_args(args: argparse.Namespace) -> MemAgentConfig:
+def config_from_args(args: AgentFlags | argparse.Namespace) -> MemAgentConfig:
     """MEM_* settings from the environment, with the flags that were given taking precedence.
 
     The chunk cap is MemAgent's training setting: its evaluation reads every chunk of a document,
     so these commands do too unless the cap is asked for (MEM_MAX_CHUNKS set, or --max-chunks).
     Each problem by the name the user typed: a flag was held to its setting's bounds as it was
-    parsed (add_agent_flags), a bad variable is named as the variable, every one at once; a
+    parsed (AgentFlags), a bad variable is named as the variable, every one at once; a
     setting a flag overrides is not judged.
     """
     max_chunks = args.max_chunks
@@ -165,11 +178,13 @@ def build_direct_reader(tokenizer_path: str, config: MemAgentConfig, window: int
         raise UsageError(f"--context-window: {error}") from None
 
 
-def sampling_from_args(args: argparse.Namespace) -> SamplingParams:
+def sampling_from_args(args: SamplingFlags | argparse.Namespace) -> SamplingParams:
     return SamplingParams(temperature=args.temperature, top_p=args.top_p, seed=args.seed)
 
 
-def client_settings(url: str, args: argparse.Namespace, config: MemAgentConfig, concurrency: int) -> ClientSettings:
+def client_settings(
+    url: str, args: ServerFlags | argparse.Namespace, config: MemAgentConfig, concurrency: int
+) -> ClientSettings:
     if not url:
         raise UsageError("no server: pass --url or set MEM_ROUTER_URL")
     if not url.startswith(("http://", "https://")):

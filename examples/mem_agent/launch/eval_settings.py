@@ -4,9 +4,10 @@ The mode follows from what is set: URL evaluates a running server; MODEL_PATH (o
 a model here, on the GPUs nvidia-smi lists or on vLLM's CPU build; neither is the CPU demo. A
 setting the chosen mode would ignore is a problem, judged on what the user set (`Problems.unused`).
 
-The evaluator's own flags (PROTOCOL, CONCURRENCY, ..., EXTRA_EVAL_ARGS) are declared here for their
-help line, their type and the refusal of line breaks and non-finite numbers; their bounds are the
-evaluator's, checked by its own parser and validation (launch/evaluate.py calls them in-process).
+The evaluator's flags that run-eval.sh sets by variable (PROTOCOL, CONCURRENCY, ...) are not declared
+here: each field of the evaluator's request that names a variable (evaluation/request.py) becomes a
+setting, its text passed to the flag as written and judged by the evaluator's own parser and checks
+(launch/evaluate.py runs them in-process), so a flag's help, type and bounds are written once.
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Mapping
+from dataclasses import Field, fields
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel
+from pydantic import AfterValidator, BaseModel, create_model
 
 from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
 from mem_agent.agent.ruler_scoring import MEMAGENT_SPLITS, RULER_LENGTHS, RULER_SPLITS
+from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
+from mem_agent.evaluation.request import EvalRequest
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Switch
 from mem_agent.launch.serving import CPU_STACK_MODULE
@@ -36,9 +40,10 @@ MODE, DATA, RULER, GPU, EVALUATOR, DEMO = (
     "Data and output",
     "RULER's general tasks (SUITE=ruler or all)",
     "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)",
-    "Evaluator (its own flags, checked by it: python -m mem_agent.eval_ruler_hqa --help; default: its own)",
+    "Evaluator flags (passed on only when set, checked by the evaluator; on the CPU stack PROTOCOL defaults to vllm)",
     "Demo only (no MODEL_PATH, no URL)",
 )
+RULER_KNOBS, LONGBENCH_KNOBS = ("RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"), ("LONGBENCH_ROOT", "LONGBENCH_TASKS")
 SERVER_KNOBS = ("TP", "DP", "DP_MODE", "HOST", "PORT", "EXTRA_SERVE_ARGS", "HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT")
 DEMO_KNOBS = ("DEMO_QUESTIONS", "DEMO_MAX_MEMORY", "DEMO_MAX_FINAL")
 
@@ -111,7 +116,9 @@ def _tasks(text: str) -> str:
 LongBenchTasks = Annotated[str, AfterValidator(_tasks)]
 
 
-class EvalSettings(BaseModel):
+class _Launch(BaseModel):
+    """run-eval.sh's settings that are the launch's own (the evaluator's follow: EvalSettings)."""
+
     model_config = ENV_MODEL_CONFIG
 
     model_path: str = setting(
@@ -262,41 +269,27 @@ class EvalSettings(BaseModel):
         ge=1,
         le=INT_LIMIT,
     )
-    protocol: str = setting(
-        "",
-        "The evaluator's wire protocol (default: openai; vllm on the CPU stack).",
-        env="PROTOCOL",
-        values="openai, vllm or sglang",
-        section=EVALUATOR,
-    )
-    concurrency: int | None = setting(
-        None,
-        "Requests in flight (--concurrency).",
-        env="CONCURRENCY",
-        values="an integer",
-        section=EVALUATOR,
-        le=INT_LIMIT,
-    )
-    questions_in_flight: int | None = setting(
-        None,
-        "Questions at once (--questions-in-flight).",
-        env="QUESTIONS_IN_FLIGHT",
-        values="an integer",
-        section=EVALUATOR,
-        le=INT_LIMIT,
-    )
-    limit: int | None = setting(
-        None,
-        "Only the first N questions of each file (--limit).",
-        env="LIMIT",
-        values="an integer",
-        section=EVALUATOR,
-        le=INT_LIMIT,
-    )
-    temperature: float | None = setting(
-        None, "Sampling temperature (--temperature).", env="TEMPERATURE", values="a number", section=EVALUATOR
-    )
-    top_p: float | None = setting(None, "Nucleus mass (--top-p).", env="TOP_P", values="a number", section=EVALUATOR)
+
+
+def _knob(field: Field) -> tuple[type, Any]:
+    """The evaluator's flag `field` as run-eval.sh's variable: the text set goes to the flag as written, and
+    the evaluator's own parser judges it (launch/evaluate.py), so its bounds are the flag's alone."""
+    options = field.metadata["options"]
+    values = f"one of {', '.join(options['choices'])}" if "choices" in options else str(options.get("type", "text"))
+    default = "" if field.default is None else str(field.default)
+    doc = f"{flag_name(field)}: {field.metadata['help'].removesuffix(f' (default: {default})')}"
+    return str, setting(default, doc, env=field.metadata["env"], values=values, section=EVALUATOR)
+
+
+# The evaluator's flags that name a variable of run-eval.sh (evaluation/request.py), after the launch's own settings.
+_Knobs = create_model(
+    "_Knobs", __base__=_Launch, **{field.name: _knob(field) for field in fields(EvalRequest) if field.metadata["env"]}
+)
+
+
+class EvalSettings(_Knobs):
+    """run-eval.sh's settings, in the order its --help lists them."""
+
     extra_eval_args: str = setting(
         "", "More evaluator flags, split into words.", env="EXTRA_EVAL_ARGS", values="words", section=EVALUATOR
     )
@@ -325,55 +318,51 @@ class EvalSettings(BaseModel):
 
 
 def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: Problems, on_gpus: bool) -> None:
-    """Each setting the mode would ignore that the user set is a problem, with the reason."""
+    """Each setting the mode would ignore that the user set is a problem, with the reason; then the
+    settings the mode cannot take together."""
     mode = settings.mode()
-    unused = problems.unused
-    if not runs(settings, Suite.RULER):
-        unused(
-            ["RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"],
-            environ,
-            "they choose RULER's general tasks (SUITE=ruler or all)",
-        )
-    if not runs(settings, Suite.LONGBENCH):
-        unused(["LONGBENCH_ROOT", "LONGBENCH_TASKS"], environ, "they choose LongBench QA (SUITE=longbench or all)")
-    if not runs(settings, Suite.HQA):
-        unused(["DATA_ROOT", "LENGTH"], environ, "they choose RULER-HQA's files (SUITE=hqa or all)")
+    cpu_build = f"vLLM's CPU build ({CPU_STACK_MODULE})"
+    no_gpu = "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by"
+    ignored = [
+        (not runs(settings, Suite.RULER), RULER_KNOBS, "they choose RULER's general tasks (SUITE=ruler or all)"),
+        (not runs(settings, Suite.LONGBENCH), LONGBENCH_KNOBS, "they choose LongBench QA (SUITE=longbench or all)"),
+        (not runs(settings, Suite.HQA), ("DATA_ROOT", "LENGTH"), "they choose RULER-HQA's files (SUITE=hqa or all)"),
+        (
+            mode is Mode.DEMO,
+            ("DATA_ROOT",),
+            "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)",
+        ),
+        (mode is Mode.DEMO, SERVER_KNOBS, f"the demo serves the tiny model on {cpu_build}"),
+        (mode is not Mode.DEMO, DEMO_KNOBS, "the demo runs only without MODEL_PATH and URL"),
+        (mode is Mode.URL, (*SERVER_KNOBS, "SERVE_TIMEOUT"), "URL names a running server, nothing is served here"),
+        (mode is Mode.SERVE and not on_gpus, SERVER_KNOBS, f"{no_gpu} {cpu_build}"),
+        (
+            not (mode is Mode.SERVE and settings.dry_run),
+            ("NUM_GPUS",),
+            "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews; a real run uses"
+            " the GPUs nvidia-smi lists",
+        ),
+        (not settings.convert, ("SINGLE_ITER", "OUT_ROOT"), "they choose the checkpoint CONVERT=1 converts"),
+        (settings.dp == 1, ("DP_MODE",), "it chooses how DP > 1 replicas are served"),
+    ]
+    ignored += [
+        (bool(environ.get(demo, "").strip()), (mem,), f"{demo} applies only while {mem} is unset; set one of them")
+        for demo, mem in (("DEMO_MAX_MEMORY", "MEM_MAX_MEMORY"), ("DEMO_MAX_FINAL", "MEM_MAX_FINAL"))
+    ]
+    for applies, names, why in ignored:
+        if applies:
+            problems.unused(names, environ, why)
     if mode is Mode.DEMO and settings.suite != Suite.HQA.value:
         problems.problem(
             f"SUITE={settings.suite}: the demo runs RULER-HQA on its own synthetic data; set MODEL_PATH (or URL)"
             " to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"
         )
-    if mode is Mode.DEMO:
-        unused(
-            ["DATA_ROOT"],
-            environ,
-            "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)",
+    if mode is Mode.URL and settings.convert:
+        problems.problem(
+            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"
         )
-        unused(SERVER_KNOBS, environ, f"the demo serves the tiny model on vLLM's CPU build ({CPU_STACK_MODULE})")
-    else:
-        unused(DEMO_KNOBS, environ, "the demo runs only without MODEL_PATH and URL")
-    if mode is Mode.URL:
-        if settings.convert:
-            problems.problem(
-                "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"
-            )
-        unused([*SERVER_KNOBS, "SERVE_TIMEOUT"], environ, "URL names a running server, nothing is served here")
-    if mode is Mode.SERVE:
-        if settings.convert and settings.model_path:
-            problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
-        if not on_gpus:
-            why = "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by vLLM's CPU build"
-            unused(SERVER_KNOBS, environ, f"{why} ({CPU_STACK_MODULE})")
-    if not (mode is Mode.SERVE and settings.dry_run):
-        why = "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews"
-        unused(["NUM_GPUS"], environ, f"{why}; a real run uses the GPUs nvidia-smi lists")
-    if not settings.convert:
-        unused(["SINGLE_ITER", "OUT_ROOT"], environ, "they choose the checkpoint CONVERT=1 converts")
-    if settings.dp == 1:
-        unused(["DP_MODE"], environ, "it chooses how DP > 1 replicas are served")
-    for demo, mem in (("DEMO_MAX_MEMORY", "MEM_MAX_MEMORY"), ("DEMO_MAX_FINAL", "MEM_MAX_FINAL")):
-        if environ.get(demo, "").strip():
-            unused([mem], environ, f"{demo} applies only while {mem} is unset; set one of them")
+    if mode is Mode.SERVE and settings.convert and settings.model_path:
+        problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
 
 
 def document_counts(settings: EvalSettings, environ: Mapping[str, str]) -> list[str]:

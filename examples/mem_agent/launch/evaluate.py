@@ -14,10 +14,12 @@ import contextlib
 import re
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from pathlib import Path
 
+from mem_agent.common.console import flag_name
 from mem_agent.common.usage import UsageError
-from mem_agent.evaluation.request import parse_request
+from mem_agent.evaluation.request import EvalRequest, parse_request
 from mem_agent.evaluation.run_plan import check_arguments, left_to_run
 from mem_agent.launch.eval_checks import (
     check_demo_data,
@@ -31,15 +33,6 @@ from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import help_text, read, script_main
 from mem_agent.launch.serving import GpuLayout
 from mem_agent.launch.shell import Value
-
-# The evaluator's flags that settings give, (field, flag) by variable: a problem naming the flag names the variable.
-EVALUATOR_FLAGS = {
-    "CONCURRENCY": ("concurrency", "--concurrency"),
-    "QUESTIONS_IN_FLIGHT": ("questions_in_flight", "--questions-in-flight"),
-    "LIMIT": ("limit", "--limit"),
-    "TEMPERATURE": ("temperature", "--temperature"),
-    "TOP_P": ("top_p", "--top-p"),
-}
 
 
 def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
@@ -103,12 +96,14 @@ def _agent_args(
     typed), the demo's token caps, the model's tokenizer; and which setting gave each."""
     mode = settings.mode()
     on_cpu_stack = mode is Mode.DEMO or (mode is Mode.SERVE and not on_gpus)  # vLLM with --enable-scale-out
-    args = ["--protocol", settings.protocol or ("vllm" if on_cpu_stack else "openai")]
-    owners = {"--protocol": f"PROTOCOL={settings.protocol}"} if settings.protocol else {}
-    for name, (field, flag) in EVALUATOR_FLAGS.items():
-        if getattr(settings, field) is not None:
-            args += [flag, environ[name].strip()]
-            owners[flag] = f"{name}={environ[name].strip()}"
+    given = settings.model_fields_set  # the variables set: for the others, the evaluator's own defaults
+    args = [] if "protocol" in given else ["--protocol", "vllm" if on_cpu_stack else settings.protocol]
+    owners = {}
+    for field in fields(EvalRequest):
+        if field.metadata["env"] and field.name in given:
+            value = getattr(settings, field.name)
+            args += [flag_name(field), value]
+            owners[flag_name(field)] = f"{field.metadata['env']}={value}"
     if mode is Mode.DEMO:
         for mem, demo, flag in (
             ("MEM_MAX_MEMORY", "DEMO_MAX_MEMORY", "--max-memory"),
