@@ -1,28 +1,23 @@
-"""The live part of a training launch: the script's `ray start --head` and `ray job submit`, run in order.
+"""The live part of a training launch: its `ray start --head` and `ray job submit`, run in order.
 
-    python -m mem_agent.launch ray-job --address URL --submission-id ID --save-path DIR --head-dir DIR
-        --keep-head 0|1 --start-timeout S --stop-timeout S -- [ray start --head ...] -- ray job submit ...
-
-run-qwen3-4b-train.sh builds both commands and execs this, so this process is the script: stopping
-it (Ctrl-C, SIGTERM, SIGKILL) stops the head it started (launch/ray_head.py) unless --keep-head 1.
+run-qwen3-4b-train.sh execs the launch (launch/train.py), which calls run_job, so this process is
+the script: stopping it (Ctrl-C, SIGTERM, SIGKILL) stops the head it started (launch/ray_head.py)
+unless keep_head.
 The job is submitted once the head's job API answers. A fresh head answers a little before its
 node's agent can take a job ("No available agent"), so a submission that never created the job is
-tried again until --start-timeout; one whose job ran and failed is not.
+tried again until start_timeout; one whose job ran and failed is not.
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
-from mem_agent.common.numbers import number, parse_switch
-from mem_agent.common.usage import UsageError, split_command
+from mem_agent.common.usage import UsageError
 from mem_agent.launch.ray_head import HeadStartError, RayHead, signal_on_parent_death, start_head
 from mem_agent.serving.processes import log_tail
 
@@ -82,62 +77,35 @@ def submit(job: Sequence[str], address: str, submission_id: str, timeout_s: floa
         time.sleep(RETRY_S)
 
 
-def launch(options: argparse.Namespace, head_argv: list[str], job_argv: list[str]) -> None:
-    head = None
-    try:
-        if head_argv:
-            log_path = Path(options.save_path) / HEAD_LOG
-            head = start_head(
-                head_argv,
-                log_path=log_path,
-                cwd=options.head_dir,
-                grace_s=options.stop_timeout,
-                kept=bool(options.keep_head),
-            )
-            print(f"starting the Ray head (session {head.session}, log {log_path})", file=sys.stderr)
-            waited = wait_for_job_api(head, options.address, options.start_timeout)
-            print(f"Ray head up after {waited:.0f} s (jobs: {options.address})", file=sys.stderr)
-        submit(job_argv, options.address, options.submission_id, options.start_timeout)
-        print(
-            f"training finished; checkpoints in {options.save_path} (convert them with convert-to-hf.sh)",
-            file=sys.stderr,
-        )
-    finally:
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short
-        if head is not None:
-            head.stop()
-
-
 def _raise_stopped(number: int, frame: object) -> None:
     raise Stopped(number)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser("mem_agent.launch.ray_job", prog="python -m mem_agent.launch ray-job")
-    parser.add_argument("--address", required=True, help="the Ray job API's URL")
-    parser.add_argument("--submission-id", required=True, help="the job's id")
-    parser.add_argument("--save-path", type=Path, required=True, help="the run's save folder (the head's log)")
-    parser.add_argument("--head-dir", type=Path, required=True, help="the folder the head is started from")
-    parser.add_argument("--keep-head", type=parse_switch, required=True, help="1: leave the head running (0 or 1)")
-    parser.add_argument(
-        "--start-timeout", type=number(0, above=True), required=True, help="seconds for the job API to answer"
-    )
-    parser.add_argument("--stop-timeout", type=number(0), required=True, help="seconds from SIGTERM to SIGKILL")
-    return parser
-
-
-def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    options, rest = split_command(list(argv))
-    args = build_parser().parse_args(options)
-    head_argv, job_argv = split_command(rest)
-    if not job_argv:
-        print("error: give the head's command (or nothing) and the job's, each after --", file=sys.stderr)
-        return 2
+def run_job(
+    head: list[str],
+    job: list[str],
+    *,
+    address: str,
+    submission_id: str,
+    save_path: Path,
+    head_dir: Path,
+    keep_head: bool,
+    start_timeout: float,
+    stop_timeout: float,
+) -> int:
+    """The head (none when `head` is empty), then the job; the exit status of the launch."""
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _raise_stopped)
+    started = None
     try:
-        launch(args, head_argv, job_argv)
+        if head:
+            log_path = save_path / HEAD_LOG
+            started = start_head(head, log_path=log_path, cwd=head_dir, grace_s=stop_timeout, kept=keep_head)
+            print(f"starting the Ray head (session {started.session}, log {log_path})", file=sys.stderr)
+            waited = wait_for_job_api(started, address, start_timeout)
+            print(f"Ray head up after {waited:.0f} s (jobs: {address})", file=sys.stderr)
+        submit(job, address, submission_id, start_timeout)
+        print(f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr)
     except (LaunchFailed, HeadStartError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -148,4 +116,9 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
         return 130
     except Stopped as stopped:
         return stopped.status
+    finally:
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short
+        if started is not None:
+            started.stop()
     return 0
