@@ -126,18 +126,11 @@ def job_command(plan: TrainPlan, words: Sequence[str], python: str) -> list[str]
     ]
 
 
-def join_command(settings: TrainSettings) -> list[str]:
+def join_command(s: TrainSettings) -> list[str]:
     """JOIN=1, on another node: join MASTER_ADDR's cluster and stay in the foreground."""
-    address = f"{settings.master_addr}:{settings.ray_port}"
     return [
-        "ray",
-        "start",
-        "--address",
-        address,
-        "--num-gpus",
-        str(settings.gpus_per_node),
-        "--disable-usage-stats",
-        "--block",
+        *("ray", "start", "--address", f"{s.master_addr}:{s.ray_port}", "--num-gpus", str(s.gpus_per_node)),
+        *("--disable-usage-stats", "--block"),
     ]
 
 
