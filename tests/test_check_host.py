@@ -1,7 +1,7 @@
 """The preflight (`python -m mem_agent.check_host`) against fake checkouts built from the host double.
 
 It runs as users run it, in its own process, through what the checkout's train.py runs for
-rollout 0: the launch script's own flags (PRINT_FLAGS=1, read as data) through the checkout's
+rollout 0: the training launch's own flags (its plan and recipe, in-process) through the checkout's
 parser and validation, its create_rollout_manager, and RolloutManager.generate(0) (data source,
 rollout function, our hooks against a scripted engine, the checkout's metrics, our convert, its
 DP split). The fake checkouts are laid out like slime HEAD and like current vime (data source at
@@ -14,7 +14,6 @@ own import, fails in one line that names the checkout file and line (or the flag
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -24,20 +23,21 @@ from pathlib import Path
 import pytest
 
 from mem_agent.check_host import build_parser
+from mem_agent.launch.recipe import Group
+from mem_agent.preflight import launch
 from mem_agent.preflight.failures import CheckFailed
-from mem_agent.preflight.launch import FORMAT, OWNERS, LaunchDataError, parse_launch_data
+from mem_agent.preflight.launch import Scale, read_launch
 from mem_agent.preflight.options import PreflightOptions, host_flag_words, router_address
 from mem_agent.preflight.pipeline import run_preflight
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.proc_state import still_running
 from support.scripted_engine import scripted_engine
-from support.scripts import SCRIPTS, run_script, write_executable, write_trainer_files
+from support.scripts import write_trainer_files
 
 PROJECT = Path(__file__).resolve().parents[1]
 PROTOCOL = {"slime": "sglang", "vime": "vllm"}
 START_UP = {"slime": "slime.ray.rollout", "vime": "vime.backends.vllm_utils.deployment"}
-TRAIN = SCRIPTS / "run-qwen3-4b-train.sh"
 
 
 @pytest.fixture(scope="module")
@@ -160,28 +160,22 @@ def test_a_ctrl_c_while_train_py_is_imported_stops_it_and_exits_130(tmp_path):
     assert not still_running(int((root / "import.pid").read_text()))
 
 
-def _launch_with_group(tmp_path: Path, name: str, owner: str, words: list[str]) -> Path:
-    """A launch script that prints the real one's launch data and one more group."""
-    group = " ".join(["group", name, owner, str(len(words)), *words])
-    return write_executable(
-        tmp_path / "launch.sh",
-        f"#!/usr/bin/env bash\nset -euo pipefail\nbash {TRAIN}\nprintf '%s\\0' {group}\n",
-    )
-
-
 NEW_MEGATRON_FLAGS = ["--make-vocab-size-divisible-by", "128", "--apply-layernorm-1p"]
 
 
 @pytest.mark.parametrize("owner", ["megatron", "host"])
 def test_the_megatron_stand_in_is_built_from_the_launchs_megatron_groups(tmp_path, engine, monkeypatch, owner):
-    """A Megatron flag the launch starts to pass is accepted as soon as a megatron group holds it
+    """A Megatron flag the recipe starts to pass is accepted as soon as a megatron group holds it
     (typed by its value: no list in the preflight to keep up); in a host group, the host's parser
     is asked and refuses it, naming it."""
     root = write_fake_trainer(tmp_path / "slime")
     for setting, value in SMALL_AGENT.items():
         monkeypatch.setenv(setting, value)
-    script = _launch_with_group(tmp_path, "NEW_ARGS", owner, NEW_MEGATRON_FLAGS)
-    options = PreflightOptions(trainer_root=root, url=engine.url, protocol="sglang", launch_script=script)
+    recipe = launch.recipe
+    monkeypatch.setattr(
+        launch, "recipe", lambda plan: (*recipe(plan), Group("NEW_ARGS", owner, tuple(NEW_MEGATRON_FLAGS)))
+    )
+    options = PreflightOptions(trainer_root=root, url=engine.url, protocol="sglang")
     if owner == "megatron":
         assert run_preflight(options, progress=lambda line: None).startswith(f"PASS slime at {root}:")
         return
@@ -201,41 +195,36 @@ def test_words_the_user_appends_that_the_host_does_not_know_are_named_as_stood_i
     assert "--apply-layernorm-1p" in stand_ins and "--rollout-top-p" not in stand_ins, "the host's own flag"
 
 
-def test_the_launch_data_is_the_job_the_dry_run_submits(tmp_path):
-    """PRINT_FLAGS=1 prints every flag of the job DRY_RUN=1 shows, in its order, each array with
-    one owner; the words the user appended are the user groups', as given."""
+def test_the_launch_is_the_recipe_at_the_preflights_scale_with_the_users_words(tmp_path, monkeypatch):
+    """The preflight's launch is the training launch's recipe with one rollout of its few prompts,
+    its scratch --ref-load, and the user's EXTRA_ARGS as given, in `user` groups."""
     files = write_trainer_files(tmp_path)
-    (tmp_path / "eval.jsonl").write_text("{}\n")
-    env = files.env("slime") | {
-        "EVAL_DATA": str(tmp_path / "eval.jsonl"),
-        "WANDB_PROJECT": "memagent",
-        "EXTRA_ARGS": "--use-tis --tis-clip 2",
-        "EXTRA_BACKEND_ARGS": "--sglang-enable-metrics",
-    }
-    data = run_script(TRAIN, env | {"PRINT_FLAGS": "1"}, bin_dirs=[files.bin_dir])
-    dry = run_script(TRAIN, env | {"DRY_RUN": "1"}, bin_dirs=[files.bin_dir])
-    assert data.returncode == 0 and dry.returncode == 0, data.stderr + dry.stderr
-    entry, groups = parse_launch_data(data.stdout.encode())
-    argv = shlex.split(next(line for line in dry.stdout.splitlines() if line.startswith("ray job submit")))
-    assert [str(entry), *(word for group in groups for word in group.words)] == argv[argv.index("--") + 2 :]
-    assert {group.owner for group in groups} == set(OWNERS) and all(group.words for group in groups)
-    users = [list(group.words) for group in groups if group.owner == "user"]
+    monkeypatch.setenv("EXTRA_ARGS", "--use-tis --tis-clip 2")
+    monkeypatch.setenv("EXTRA_BACKEND_ARGS", "--sglang-enable-metrics")
+    monkeypatch.setenv("ASYNC", "1")  # the preflight's own schedule and cluster, whatever the user's
+    (tmp_path / "work").mkdir()
+    found = read_launch(
+        files.checkout("slime"),
+        "slime",
+        hf_checkpoint=str(tmp_path / "hf"),
+        prompts=tmp_path / "train.jsonl",
+        workdir=tmp_path / "work",
+        scale=Scale(prompts=3, samples=2, global_batch_size=2, gpus=2),
+    )
+    assert found.entry == files.checkout("slime") / "train.py"
+    words = found.words()
+    for flag, value in {
+        "--num-rollout": "1",
+        "--rollout-batch-size": "3",
+        "--n-samples-per-prompt": "2",
+        "--global-batch-size": "2",
+        "--actor-num-gpus-per-node": "2",
+        "--ref-load": str(tmp_path / "work" / "torch_dist"),
+    }.items():
+        assert words[words.index(flag) + 1] == value, flag
+    assert "--colocate" in words
+    users = [list(group.words) for group in found.owned_by("user")]
     assert users == [["--sglang-enable-metrics"], ["--use-tis", "--tis-clip", "2"]]
-
-
-BROKEN_LAUNCH_DATA = [
-    b"",  # the script printed nothing
-    b"other/1\0entry\0/x/train.py\0",  # another format
-    FORMAT.encode() + b"\0entry\0/x/train.py",  # the last field not terminated
-    FORMAT.encode() + b"\0entry\0/x/train.py\0group\0A\0gpu\0" + b"0\0",  # an owner that is none of OWNERS
-    FORMAT.encode() + b"\0entry\0/x/train.py\0group\0A\0host\0" + b"3\0--flag\0",  # fewer words than announced
-]
-
-
-@pytest.mark.parametrize("data", BROKEN_LAUNCH_DATA)
-def test_launch_data_that_breaks_the_format_is_refused(data):
-    with pytest.raises(LaunchDataError):
-        parse_launch_data(data)
 
 
 def test_float_rewards_under_a_reward_key_fail_at_the_checkout_line(tmp_path, engine):
@@ -280,7 +269,7 @@ def test_user_mistakes_are_one_line_with_exit_status_2(tmp_path, argv, message):
 
 
 def test_a_launch_setting_the_script_refuses_is_a_user_mistake(tmp_path, monkeypatch):
-    """The flags come from the launch script's dry run: what it refuses, the preflight reports, exit 2."""
+    """The flags come from the training launch's checks: what they refuse, the preflight reports, exit 2."""
     root = write_fake_trainer(tmp_path / "slime")
     monkeypatch.setenv("MEM_MODE", "bogus")
     result = preflight("--trainer-root", str(root), "--url", "http://127.0.0.1:9")

@@ -19,6 +19,7 @@ import pytest
 from conftest import PROJECT_ROOT
 
 from mem_agent import cli
+from support.train_launch import hook_paths
 
 README = PROJECT_ROOT / "README.md"
 DOCS = PROJECT_ROOT / "docs"
@@ -150,16 +151,15 @@ def documented_hooks() -> dict[str, str]:
     return dict(rows)
 
 
-def test_the_hook_paths_the_docs_show_are_the_launch_scripts_and_resolve():
+def test_the_hook_paths_the_docs_show_are_the_launchs_and_resolve():
     """The trainers load hooks by dotted path: a path the docs show must import, and every hook the
-    launch script passes must be the one the docs show for its flag."""
+    launch passes must be the one the docs show for its flag."""
     hooks = documented_hooks()
     assert hooks, "no hook rows found under '## The hooks'"
     for path in hooks.values():
         module, _, name = path.rpartition(".")
         assert callable(getattr(importlib.import_module(module), name)), path
-    script = (PACKAGE / "run-qwen3-4b-train.sh").read_text(encoding="utf-8")
-    passed = dict(re.findall(r"^\s*(--custom-[a-z-]+-path) (mem_agent\.[\w.]+)", script, flags=re.MULTILINE))
+    passed = {flag: path for flag, path in hook_paths().items() if flag.startswith("--custom-")}
     assert passed and all(hooks.get(flag) == path for flag, path in passed.items()), passed
 
 

@@ -1,6 +1,6 @@
 """The names hosts and users type keep working whatever the rooms behind them become.
 
-Two kinds of name: the hook paths the launch script hands the trainer (loaded the way slime and
+Two kinds of name: the hook paths the launch hands the trainer (its recipe) (loaded the way slime and
 vime load them, by splitting at the last dot: slime/utils/misc.py load_function), and the
 top-level modules, which are entry points and nothing else: hooks, the commands of `mem-agent`
 (each also `python -m mem_agent.<command>`), the dispatcher itself and the client facade. The
@@ -20,14 +20,9 @@ from pathlib import Path
 import pytest
 from conftest import PROJECT_ROOT
 
+from support.train_launch import hook_paths
+
 PACKAGE = PROJECT_ROOT / "examples" / "mem_agent"
-LAUNCH_SCRIPT = PACKAGE / "run-qwen3-4b-train.sh"
-
-
-def hook_paths() -> list[tuple[str, str]]:
-    """(flag, dotted path) for every `--...-path mem_agent.x.y` the launch script passes."""
-    text = LAUNCH_SCRIPT.read_text(encoding="utf-8")
-    return sorted(set(re.findall(r"(--[a-z-]+-path)\s+(mem_agent\.[A-Za-z_.]+)", text)))
 
 
 def load_function(path: str):
@@ -38,7 +33,7 @@ def load_function(path: str):
 
 def test_the_launch_script_passes_the_hooks_it_always_has():
     """These paths are in users' own launch scripts and job configs: they may never move."""
-    paths = dict(hook_paths())
+    paths = hook_paths()
     assert paths["--custom-generate-function-path"] == "mem_agent.rollout.generate"
     assert paths["--custom-rm-path"] == "mem_agent.rollout.reward"
     assert paths["--custom-reward-post-process-path"] == "mem_agent.rollout.reward_post_process"
@@ -47,7 +42,7 @@ def test_the_launch_script_passes_the_hooks_it_always_has():
     )
 
 
-@pytest.mark.parametrize(("flag", "path"), hook_paths())
+@pytest.mark.parametrize(("flag", "path"), sorted(hook_paths().items()))
 def test_every_hook_path_loads_as_the_host_loads_it(flag: str, path: str):
     function = load_function(path)
     assert callable(function), f"{flag} {path} is not callable"
@@ -57,13 +52,13 @@ def test_every_hook_path_loads_as_the_host_loads_it(flag: str, path: str):
 
 
 def test_the_documented_filter_hook_loads():
-    """The dynamic-sampling filter is optional, so the launch script does not pass it; users do."""
+    """The dynamic-sampling filter is optional, so the launch does not pass it; users do."""
     assert callable(load_function("mem_agent.dynamic_filter.keep_groups_with_reward_contrast"))
 
 
 def test_top_level_modules_are_entry_points():
     """Each top-level module is a hook module, a command (it has main) or the client facade."""
-    hooks = {path.rpartition(".")[0] for _, path in hook_paths()} | {"mem_agent.dynamic_filter"}
+    hooks = {path.rpartition(".")[0] for path in hook_paths().values()} | {"mem_agent.dynamic_filter"}
     for source in sorted(PACKAGE.glob("*.py")):
         name = f"mem_agent.{source.stem}"
         if source.stem in {"__init__", "rollout_client"} or name in hooks:

@@ -4,8 +4,8 @@ tests/data/dry_runs/<case>.txt holds the commands a case's dry run prints (paths
 <ROOT>, <PY>, <REPO>): the Ray head, the job, or the join. The head and the join must be the same
 words; the job the same `ray job submit` options, the same runtime env, the same entry, and the same
 trainer flags with the same values, the user's EXTRA_ARGS last. The trainer flags are compared as a
-collection: they are grouped by the parser that owns them (PRINT_FLAGS's groups), so a flag's place
-in the line follows its group.
+collection: they are grouped by the parser that owns them (the recipe's groups, launch/recipe.py),
+so a flag's place in the line follows its group.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ names and the files written.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -25,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from mem_agent.launch.recipe import recipe
+from mem_agent.launch.train import checked_plan
 from mem_agent.launch.train_plan import runtime_env_json
 from mem_agent.launch.train_settings import TrainSettings
 from mem_agent.serving.processes import answers, free_port
@@ -297,29 +300,26 @@ def test_train_join_mode_joins_the_head_and_needs_its_address(trainer):
     assert len(lines) == 1 and "MASTER_ADDR" in lines[0]
 
 
-def test_print_flags_hands_the_job_to_the_preflight_as_groups_of_one_owner(trainer):
-    """PRINT_FLAGS=1: NUL-terminated fields, the format tag, the entry, then each group with its owner;
-    the groups' words in order are the job's flags word for word, the user's words in `user` groups."""
+def test_the_recipes_groups_are_the_job_word_for_word_each_group_of_one_owner(trainer):
+    """The groups the preflight parses (launch/recipe.py, in-process) are the job's flags in its
+    order, each group's flags of one parser; the user's words are the `user` groups', as given."""
     extra = {"EXTRA_ARGS": "--use-tis --tis-clip 2", "EXTRA_BACKEND_ARGS": "--vllm-enforce-eager"}
     dry = _train(trainer, "vime", **extra)
-    result = _train(trainer, "vime", PRINT_FLAGS="1", **extra)
-    assert result.returncode == 0, result.stderr
-    fields = result.stdout.split("\0")
-    assert fields[-1] == "" and fields[:2] == ["mem_agent-launch-flags/1", "entry"]
-    assert fields[2] == f"{trainer.checkout('vime')}/train.py"
-    rest, groups = fields[3:-1], {}
-    while rest:
-        assert rest[0] == "group", rest[:3]
-        name, owner, count = rest[1], rest[2], int(rest[3])
-        groups[name] = (owner, rest[4 : 4 + count])
-        rest = rest[4 + count :]
-    assert {owner for owner, _ in groups.values()} == {"megatron", "host", "user"}
-    assert [word for _, words in groups.values() for word in words] == trainer_argv(submitted(dry.stdout))
-    owners = {word: owner for owner, words in groups.values() for word in words if word.startswith("--")}
+    assert dry.returncode == 0, dry.stderr
+    plan = checked_plan(trainer.env("vime") | {"DRY_RUN": "1"} | extra, out=io.StringIO())
+    groups = recipe(plan)
+    assert plan.entry == trainer.checkout("vime") / "train.py"
+    assert {group.owner for group in groups} == {"megatron", "host", "user"}
+    assert [word for group in groups for word in group.words] == trainer_argv(submitted(dry.stdout))
+    owners = {flag: group.owner for group in groups for flag in group.flags()}
     assert owners["--load"] == owners["--save"] == owners["--save-interval"] == "megatron"
     assert owners["--hf-checkpoint"] == owners["--ref-load"] == "host"
     assert owners["--use-tis"] == owners["--vllm-enforce-eager"] == "user"
     assert owners["--vllm-gpu-memory-utilization"] == "host" and owners["--tensor-model-parallel-size"] == "megatron"
+    assert [list(group.words) for group in groups if group.owner == "user"] == [
+        ["--vllm-enforce-eager"],
+        ["--use-tis", "--tis-clip", "2"],
+    ]
 
 
 # ---- the live path, with a stand-in `ray` --------------------------------------------------------

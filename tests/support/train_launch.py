@@ -3,13 +3,29 @@ the lines of its one problem message or its warnings (stderr), as data a test as
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 import subprocess
 
+from mem_agent.launch.problems import Problems
+from mem_agent.launch.recipe import Group, recipe
+from mem_agent.launch.train import plan_training
 from support.scripts import SCRIPTS, refusal
 
 TRAIN = SCRIPTS / "run-qwen3-4b-train.sh"
+
+
+def default_recipe() -> tuple[Group, ...]:
+    """The recipe's groups with every setting at its default (what this machine has unchecked)."""
+    return recipe(plan_training({}, Problems(), machine=False))
+
+
+def hook_paths() -> dict[str, str]:
+    """flag -> dotted path, for every `--...-path mem_agent.x.y` the launch hands the trainer."""
+    words = [word for group in default_recipe() for word in group.words]
+    pairs = itertools.pairwise(words)
+    return {flag: path for flag, path in pairs if flag.endswith("-path") and path.startswith("mem_agent.")}
 
 
 def command(stdout: str, start: str) -> list[str]:

@@ -1,35 +1,30 @@
-"""The live part of a training launch: the script's `ray start --head` and `ray job submit`, run in order.
+"""The live part of a training launch: its `ray start --head` and `ray job submit`, run in order.
 
-    python -m mem_agent.launch ray-job --address URL --submission-id ID --save-path DIR --head-dir DIR
-        --keep-head 0|1 --start-timeout S --stop-timeout S -- [ray start --head ...] -- ray job submit ...
-
-run-qwen3-4b-train.sh builds both commands and execs this, so this process is the script. Both run
-in sessions of their own under tethers to it (serving/processes.start_process): stopping it
-(Ctrl-C, SIGTERM, SIGKILL) stops the head it started, its GCS, raylet, dashboard and workers,
-which all stay in the head's session, and nothing else of Ray (`ray stop` would kill every Ray of
-the node, other users' included). --keep-head 1 starts the head in a session of its own without a
-tether: it outlives the launch. The head starts from --head-dir: the workers of a job without a
-working_dir run in the folder their raylet was started from, and the trainers' scripts rely on that.
+run-qwen3-4b-train.sh execs the launch (launch/train.py), which calls `run_job`, so this process is
+the script. Both commands run in sessions of their own under tethers to it
+(serving/processes.start_process): stopping it (Ctrl-C, SIGTERM, SIGKILL) stops the head it started,
+its GCS, raylet, dashboard and workers, which all stay in the head's session, and nothing else of
+Ray (`ray stop` would kill every Ray of the node, other users' included). With keep_head the head
+starts in a session of its own without a tether: it outlives the launch. The head starts from
+head_dir: the workers of a job without a working_dir run in the folder their raylet was started
+from, and the trainers' scripts rely on that.
 
 The job is submitted once a GET of the head's /api/version answers (what Ray's own job client
 checks). A fresh head answers a little before its node's agent can take a job ("No available
 agent"), so a submission that never created the job (GET /api/jobs/ID is not found) is tried
-again until --start-timeout; one whose job ran and failed is not. Why `ray job submit` and not
+again until start_timeout; one whose job ran and failed is not. Why `ray job submit` and not
 Ray's JobSubmissionClient: docs/architecture.md, "Hand-written, and why".
 """
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
-from mem_agent.common.numbers import number, parse_switch
-from mem_agent.common.usage import UsageError, split_command
+from mem_agent.common.usage import UsageError
 from mem_agent.launch.serving import Group
 from mem_agent.serving.processes import ManagedProcess, ServerStartError, answers, start_process, wait_healthy
 
@@ -134,27 +129,3 @@ def _stop(group: Group, head: ManagedProcess | None, keep_head: bool) -> None:
     elif head is not None:
         print(f"stopping the Ray head this launch started (session {head.pid})", file=sys.stderr)
     group.stop()
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser("mem_agent.launch.ray_job", prog="python -m mem_agent.launch ray-job")
-    parser.add_argument("--address", required=True, help="the Ray job API's URL")
-    parser.add_argument("--submission-id", required=True, help="the job's id")
-    parser.add_argument("--save-path", type=Path, required=True, help="the run's save folder (the head's log)")
-    parser.add_argument("--head-dir", type=Path, required=True, help="the folder the head is started from")
-    parser.add_argument("--keep-head", type=parse_switch, required=True, help="1: leave the head running (0 or 1)")
-    parser.add_argument(
-        "--start-timeout", type=number(0, above=True), required=True, help="seconds for the job API to answer"
-    )
-    parser.add_argument("--stop-timeout", type=number(0), required=True, help="seconds from SIGTERM to SIGKILL")
-    return parser
-
-
-def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    options, rest = split_command(list(argv))
-    args = build_parser().parse_args(options)
-    head, job = split_command(rest)
-    if not job:
-        print("error: give the head's command (or nothing) and the job's, each after --", file=sys.stderr)
-        return 2
-    return run_job(head, job, **vars(args))  # the parser's names are run_job's

@@ -1,4 +1,6 @@
-"""run-qwen3-4b-train.sh: every check of a training launch, once, and the values its flag arrays read.
+"""run-qwen3-4b-train.sh's launch: every check of a training launch, once, then the join, the dry
+run's commands, or the Ray head and the job (launch/ray_job.py), with the recipe's flags
+(launch/recipe.py).
 
 The order matters for one message that is right: the settings' own values first (a bad value's
 default stands in, so the checks after still run), then the rules between settings judged on
@@ -12,32 +14,43 @@ paths may not exist on the node that joins.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import sys
 import time
 from collections.abc import Mapping
-from enum import StrEnum
 from pathlib import Path
+from typing import TextIO
 
-from mem_agent.launch.problems import Problems, port_in_use
-from mem_agent.launch.ray_job import job_api_answers
-from mem_agent.launch.script_settings import help_text, read, script_main
-from mem_agent.launch.shell import Value
-from mem_agent.launch.train_plan import Schedule, TrainPlan, agent_env, print_join_line, print_summary, runtime_env_json
-from mem_agent.launch.train_settings import TrainSettings, flag_number
+from mem_agent.launch.problems import LaunchRefused, Problems, port_in_use, refusal_text
+from mem_agent.launch.ray_job import job_api_answers, run_job
+from mem_agent.launch.recipe import recipe
+from mem_agent.launch.script_settings import help_text, read
+from mem_agent.launch.train_plan import (
+    Schedule,
+    TrainPlan,
+    agent_env,
+    head_command,
+    job_command,
+    join_command,
+    print_join_line,
+    print_summary,
+    runtime_env_json,
+)
+from mem_agent.launch.train_settings import TrainSettings
 from mem_agent.settings.config import config_problems
-from mem_agent.settings.declared import env_name
 
 # Ray's unix socket paths (RAY_TEMP_DIR/session_<date>_<pid>/sockets/plasma_store) must stay under
 # 108 bytes; the part Ray appends takes up to 67.
 RAY_TEMP_DIR_MAX = 40
-JOIN_SETTINGS = ("DRY_RUN", "PRINT_FLAGS", "JOIN", "GPUS_PER_NODE", "MASTER_ADDR", "RAY_PORT")
+JOIN_SETTINGS = ("DRY_RUN", "JOIN", "GPUS_PER_NODE", "MASTER_ADDR", "RAY_PORT")
 RAY_WHY = "install the trainer's requirements (ray[default], for the job API)"
 
 
 def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bool = True) -> TrainPlan:
     """Every check of a launch, into `problems`; `machine=False` leaves out what this machine has."""
     settings = read(TrainSettings, environ, problems)
-    problems.dry_run = settings.dry_run or settings.print_flags
+    problems.dry_run = settings.dry_run
     host, entry = _host_and_entry(settings, problems, machine)
     _mode_rules(settings, host, environ, problems)
     derived = problems if not problems.found else Problems()  # values that failed make no reports
@@ -215,64 +228,22 @@ def _about(problem: str, names: tuple[str, ...]) -> bool:
     return problem.startswith(tuple(f"{name}{mark}" for name in names for mark in ("=", " ")))
 
 
-def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
-    own = Problems(dry_run=environ.get("DRY_RUN", "").strip() == "1")
+def checked_plan(environ: Mapping[str, str], out: TextIO = sys.stderr) -> TrainPlan:
+    """The plan once every check passed (JOIN=1: what joining needs); the warnings to `out`, then
+    LaunchRefused with every problem."""
+    problems = Problems(dry_run=environ.get("DRY_RUN", "").strip() == "1")
     join = environ.get("JOIN", "").strip() == "1"
-    plan = plan_training(environ, own, machine=not join)
-    problems.dry_run = own.dry_run
+    plan = plan_training(environ, problems, machine=not join)
     if join:
-        problems.extend(problem for problem in own.found if _about(problem, JOIN_SETTINGS))
+        problems.found = [problem for problem in problems.found if _about(problem, JOIN_SETTINGS)]
+        problems.warnings = []
         problems.require_command("ray", "install the trainer's requirements on this node")
         if _is_loopback(plan.settings.master_addr):
             problems.problem(
                 f"JOIN=1 needs MASTER_ADDR set to the head node's address, not {plan.settings.master_addr}"
             )
-    else:
-        problems.extend(own.found)
-        problems.warnings.extend(own.warnings)
-    problems.raise_if_any()  # warnings first, and nothing is printed for a launch that cannot start
-    if join:
-        print_join_line(plan.settings)
-    elif not plan.settings.print_flags:
-        print_summary(plan, environ)
-    return assignments(plan)
-
-
-def assignments(plan: TrainPlan) -> dict[str, Value]:
-    """Every setting by its variable (numbers as the trainer reads them, an unset one empty), with the
-    derived values in place of the defaults they stand for, and what only Python knows."""
-    values: dict[str, Value] = {
-        env_name(info): _shell_value(getattr(plan.settings, field))
-        for field, info in TrainSettings.model_fields.items()
-    }
-    actor, rollout = plan.gpu_split or ("", "")
-    values |= {
-        "HOST_TRAINER": plan.host,
-        "GLOBAL_BATCH_SIZE": plan.schedule.global_batch_size,
-        "LR_WARMUP_ITERS": plan.schedule.lr_warmup_iters,
-        "ACTOR_GPUS_PER_NODE": actor,
-        "ROLLOUT_NUM_GPUS": rollout,
-        "RAY_JOB_ADDRESS": plan.ray_job_address,
-        "RAY_TEMP_DIR": plan.ray_temp_dir,
-        "SUBMISSION_ID": plan.submission_id,
-        "ENTRY": plan.entry,
-        "RUNTIME_ENV": plan.runtime_env,
-        # Words split on blanks only (as `read -a` would), never evaluated: a quote stays a character.
-        "EXTRA_BACKEND": plan.settings.extra_backend_args.split(),
-        "EXTRA": plan.settings.extra_args.split(),
-    }
-    return values
-
-
-def _shell_value(value: object) -> Value:
-    if value is None:
-        return ""
-    if isinstance(value, StrEnum):
-        return value.value
-    if isinstance(value, float):
-        return flag_number(value)
-    assert isinstance(value, str | int), value
-    return value
+    problems.raise_if_any(out)  # warnings first, and nothing is printed for a launch that cannot start
+    return plan
 
 
 def _help() -> str:
@@ -291,4 +262,42 @@ def _help() -> str:
 
 
 def main(argv: list[str], environ: Mapping[str, str]) -> int:
-    return script_main(argv, environ, help_page=_help, plan=_plan)
+    """--help; or every check, the summary, then the join, the dry run's commands or the launch."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(_help())
+        return 0
+    if argv:
+        print(f"error: unknown argument {argv[0]!r} (settings are environment variables; see --help)", file=sys.stderr)
+        return 2
+    try:
+        plan = checked_plan(environ)
+    except LaunchRefused as refused:
+        print(refusal_text(refused), file=sys.stderr)
+        return 2
+    s = plan.settings
+    if s.join:
+        print_join_line(s)
+        if not s.dry_run:  # `ray start --block` in the foreground, as this process
+            sys.stdout.flush()
+            os.execvp("ray", join_command(s))
+        print(shlex.join(join_command(s)))
+        return 0
+    print_summary(plan, environ)
+    groups = recipe(plan)
+    head = head_command(plan)
+    job = job_command(plan, [word for group in groups for word in group.words], environ.get("PYTHON") or "python3")
+    if s.dry_run:
+        print("\n".join(f"{group.name}=({shlex.join(group.words)})" for group in groups), file=sys.stderr)
+        print("\n".join(shlex.join(command) for command in (head, job) if command))
+        return 0
+    return run_job(
+        head,
+        job,
+        address=plan.ray_job_address,
+        submission_id=plan.submission_id,
+        save_path=Path(s.save_path),
+        head_dir=Path(s.trainer_root),
+        keep_head=s.keep_ray,
+        start_timeout=s.ray_start_timeout,
+        stop_timeout=s.ray_stop_timeout,
+    )

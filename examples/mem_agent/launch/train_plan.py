@@ -1,15 +1,15 @@
-"""A checked training launch (what launch/train.py decides), the job's runtime env, and the lines a
-person reads before the launch starts.
+"""A checked training launch (what launch/train.py decides), the job's runtime env, the Ray commands
+it runs, and the lines a person reads before the launch starts.
 
-The lines go to stderr: the script's stdout carries only the shell assignments it evaluates (and, in
-a dry run, the commands). A W&B key is never shown, only whether it is set.
+The lines go to stderr: stdout carries only the commands a dry run prints. A W&B key is never
+shown, only whether it is set.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +101,37 @@ def summary_lines(plan: TrainPlan, environ: Mapping[str, str]) -> list[str]:
         )
     lines.append(f"runtime env: {plan.runtime_env}")
     return lines
+
+
+def head_command(plan: TrainPlan) -> list[str]:
+    """A head of our own on this node (none with USE_EXISTING_RAY=1), its dashboard and job API on
+    RAY_DASHBOARD_HOST (loopback unless set)."""
+    s = plan.settings
+    if s.use_existing_ray:
+        return []
+    return [
+        *("ray", "start", "--head", "--node-ip-address", s.master_addr, "--port", str(s.ray_port)),
+        *("--num-gpus", str(s.gpus_per_node), "--disable-usage-stats", "--dashboard-host", s.ray_dashboard_host),
+        *("--dashboard-port", str(s.ray_dashboard_port), "--dashboard-agent-listen-port", str(s.ray_agent_port)),
+        *("--ray-client-server-port", str(s.ray_client_port), "--temp-dir", plan.ray_temp_dir, "--block"),
+    ]
+
+
+def job_command(plan: TrainPlan, words: Sequence[str], python: str) -> list[str]:
+    """`ray job submit` of the trainer's entry with `words` (the recipe's), its runtime env holding
+    PYTHONPATH, CUDA_DEVICE_MAX_CONNECTIONS=1 and the MEM_* settings set, never a secret."""
+    return [
+        *("ray", "job", "submit", "--address", plan.ray_job_address, "--submission-id", plan.submission_id),
+        *("--runtime-env-json", plan.runtime_env, "--", python, str(plan.entry), *words),
+    ]
+
+
+def join_command(s: TrainSettings) -> list[str]:
+    """JOIN=1, on another node: join MASTER_ADDR's cluster and stay in the foreground."""
+    return [
+        *("ray", "start", "--address", f"{s.master_addr}:{s.ray_port}", "--num-gpus", str(s.gpus_per_node)),
+        *("--disable-usage-stats", "--block"),
+    ]
 
 
 def print_summary(plan: TrainPlan, environ: Mapping[str, str]) -> None:

@@ -1,14 +1,10 @@
 """run-qwen3-4b-train.sh's settings, declared once: every knob of the training launch with its variable,
 default, bounds, help line and section. The script has no default of its own (PYTHON aside); the
 mode rules and derived values are in launch/train.py.
-
-Numbers go back to the script as the trainer should read them (`flag_number`): `1e-6`, not Python's
-`1e-06`.
 """
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Any
 
@@ -220,14 +216,3 @@ class TrainSettings(TrainingPaths):
         env="DRY_RUN",
         section=LOGGING,
     )
-    print_flags: Switch = setting(
-        False,
-        "Check as a dry run does, then print only the job's flag groups as NUL-separated data (the preflight's).",
-        env="PRINT_FLAGS",
-        section=LOGGING,
-    )
-
-
-def flag_number(value: float) -> str:
-    """A float as a flag's value, written the way people write it (`1e-6`, `0.7`, `3.0`)."""
-    return re.sub(r"e([+-])0+(\d)", r"e\1\2", repr(float(value)))

@@ -8,7 +8,7 @@ host's extra-args provider (`get_<host>_extra_args_provider` in the module train
 host's provider, its pre-parse and its own `<host>_validate_args` for real, and stands in for the
 other two:
 
-- Megatron's parser: built from the launch's `megatron` groups (launch.py), each flag typed as
+- Megatron's parser: built from the launch's `megatron` groups (launch/recipe.py), each flag typed as
   its value reads (int, float, else str; a flag without a value is a switch). Flags whose default
   the host resets (`--lr`, `--global-batch-size`, ...) are the host's provider's to reset, as on
   the real parser; Megatron's validate_args is not run.
@@ -33,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from mem_agent.common.console import command_parser
+from mem_agent.launch.recipe import Group
 from mem_agent.preflight import engines
 from mem_agent.preflight.failures import CheckFailed, where
-from mem_agent.preflight.launch import Group, Launch
+from mem_agent.preflight.launch import Launch
 
 
 @dataclass

