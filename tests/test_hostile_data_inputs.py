@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from mem_agent import build_long_context, build_ruler, cli, fetch_prompts, prepare_data, run_document, synthetic_qa
+from mem_agent.common import pinned_fetch
+from mem_agent.common.pinned_fetch import FetchError, fetch
 from mem_agent.evaluation.files import check_eval_file
-from mem_agent.launch.hub_files import FetchError, fetch
 from support.exits import exit_status
 
 LONG_NAME = "d" * 300  # longer than any file system's NAME_MAX (255 bytes)
@@ -233,18 +234,22 @@ def test_a_bad_tokenizer_path_for_build_ruler_is_one_line(tmp_path, capsys, toke
 
 
 class _Trickling(BaseHTTPRequestHandler):
-    """A byte every 0.2 s: of the headers at /headers, else of a 1,000-byte body."""
+    """A byte every 0.2 s: of the headers at /headers, else of a 1,000-byte body; at /stalled the
+    headers and one byte, then nothing for 30 s."""
 
     def do_GET(self) -> None:
         head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
         body = b"x" * 1000
         data, trickled = (head + body, head) if self.path == "/headers" else (head + body, body)
+        if self.path == "/stalled":
+            data, trickled = head + b"x", b""
         try:
             self.wfile.write(data[: len(data) - len(trickled)])
             for byte in trickled:
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(0.2)
+            time.sleep(30 if self.path == "/stalled" else 0)
         except OSError:  # the client hung up: its deadline
             pass
 
@@ -264,11 +269,19 @@ def trickling() -> Iterator[str]:
 
 @pytest.mark.parametrize("where", ["headers", "body"])
 def test_a_trickling_download_ends_at_its_overall_deadline(tmp_path, trickling, where):
-    """Each byte comes well within the read timeout (2 s); the deadline (1 s) ends the fetch."""
+    """Each byte comes well within the read timeout (30 s); the deadline (1 s) ends the fetch."""
     started = time.monotonic()
     with (tmp_path / "out").open("wb") as out, pytest.raises(FetchError, match="deadline"):
-        fetch(f"{trickling}/{where}", out, token=None, label="x", timeout_s=2.0, deadline_s=1.0)
+        fetch(f"{trickling}/{where}", out, sha256="", deadline_s=1.0)
     assert time.monotonic() - started < 3
+
+
+def test_a_stalled_download_ends_at_its_read_timeout_after_its_retries(tmp_path, trickling, monkeypatch):
+    monkeypatch.setattr(pinned_fetch, "READ_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    with (tmp_path / "out").open("wb") as out, pytest.raises(FetchError) as failed:
+        fetch(f"{trickling}/stalled", out, sha256="", deadline_s=60)
+    assert time.monotonic() - started < 15 and f"tried {pinned_fetch.ATTEMPTS} times" in str(failed.value)
 
 
 def test_fetch_prompts_ends_a_trickling_download_at_its_timeout_and_writes_nothing(tmp_path, trickling, capsys):

@@ -7,11 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -21,6 +17,7 @@ from mem_agent.common.token_file import spill
 from mem_agent.evaluation import evaluator
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.evaluation.results import read_results
+from support.hub_standin import hub_standin
 from support.scripts import SCRIPTS, run_script
 
 PREPARE = SCRIPTS / "prepare-eval-data.sh"
@@ -221,40 +218,17 @@ def test_prepare_builds_index_files_and_puts_the_corpus_where_the_evaluator_look
     assert len(item["context"]) == 12800 and isinstance(_items(root / "eval_20.json")[0]["context"], str)
 
 
-class _CorpusHub(BaseHTTPRequestHandler):
-    files: ClassVar[dict[str, bytes]] = {}
-
-    def do_GET(self):
-        body = self.files.get(self.path)
-        self.send_response(200 if body is not None else 404)
-        self.end_headers()
-        self.wfile.write(body if body is not None else b"not found")
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def corpus_hub(index_root: Path) -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _CorpusHub)
-    prefix = "/datasets/BytedTsinghua-SIA/hotpotqa/resolve/main"
-    _CorpusHub.files = {
-        f"{prefix}/eval_12800.json": (index_root / "eval_20.json").read_bytes(),
-        "/hotpot_dev_distractor_v1.json": (index_root / "hotpotqa_dev.json").read_bytes(),
-    }
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def test_prepare_downloads_the_corpus_first_and_checks_its_sha256(tmp_path, corpus_hub, index_root):
+def test_prepare_downloads_the_corpus_first_and_checks_its_sha256(tmp_path, index_root):
+    """The eval file from the hub, the corpus from its pinned URL (served by the same stand-in)."""
     sha = hashlib.sha256((index_root / "hotpotqa_dev.json").read_bytes()).hexdigest()
-    env = {"LENGTH": "12800", "HF_ENDPOINT": corpus_hub, "CORPUS_URL": f"{corpus_hub}/hotpot_dev_distractor_v1.json"}
-    wrong = run_script(PREPARE, env | {"DATA_ROOT": str(tmp_path / "a"), "CORPUS_SHA256": "0" * 64}, "--download")
+    files = {"eval_12800.json": index_root / "eval_20.json", "corpus.json": index_root / "hotpotqa_dev.json"}
+    with hub_standin("BytedTsinghua-SIA/hotpotqa", files) as hub:
+        corpus_url = f"{hub.url}/datasets/BytedTsinghua-SIA/hotpotqa/resolve/main/corpus.json"
+        env = {"LENGTH": "12800", "HF_ENDPOINT": hub.url, "HF_HOME": str(tmp_path / "hf"), "CORPUS_URL": corpus_url}
+        wrong = run_script(PREPARE, env | {"DATA_ROOT": str(tmp_path / "a"), "CORPUS_SHA256": "0" * 64}, "--download")
+        right = run_script(PREPARE, env | {"DATA_ROOT": str(tmp_path / "b"), "CORPUS_SHA256": sha}, "--download")
     assert wrong.returncode == 1 and _prepare_table(wrong.stdout)["12800"][1] == "download failed"
     assert sha in wrong.stderr and not (tmp_path / "a" / "hotpotqa_dev.json").exists()
-    right = run_script(PREPARE, env | {"DATA_ROOT": str(tmp_path / "b"), "CORPUS_SHA256": sha}, "--download")
     assert right.returncode == 0, right.stderr
     assert _prepare_table(right.stdout)["12800"][1:3] == ["downloaded", str(QUESTIONS)]
     assert hashlib.sha256((tmp_path / "b" / "hotpotqa_dev.json").read_bytes()).hexdigest() == sha

@@ -15,6 +15,7 @@ import csv
 import json
 import logging
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -23,7 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from mem_agent import compare, eval_ruler_hqa, train_summary, view
-from mem_agent.common.guarded_files import Refused, append_bytes, write_text_atomic
+from mem_agent.common.guarded_files import Refused, append_bytes, place_file, write_text_atomic
 from mem_agent.common.run_folder import LOCK_NAME, lock_run_folder
 from mem_agent.launch import eval_run
 from mem_agent.observability import rollout_logging
@@ -78,6 +79,26 @@ def test_appends_and_whole_file_writes_refuse_a_link(tmp_path, outside):
         with pytest.raises(Refused, match=r"data\.jsonl"):
             write(link)
         assert _untouched(outside) and link.is_symlink()
+
+
+def test_a_placed_file_never_goes_through_a_link_or_over_a_file(tmp_path, outside):
+    """place_file (prepare-eval-data's checked download): a link, dangling or not, or a file at the
+    name is refused, each left as it was with the new file still at its own name."""
+    ours = tmp_path / "work" / "eval_50.json"
+    ours.parent.mkdir()
+    ours.write_text("checked")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "theirs.json").write_text("theirs")
+    for name, to in (("link.json", outside), ("dangling.json", tmp_path / "outside" / "made.json")):
+        link = _link(tmp_path / "run" / name, to)
+        with pytest.raises(Refused, match=re.escape(name)):
+            place_file(ours, link)
+        assert link.is_symlink() and _untouched(outside) and not (tmp_path / "outside" / "made.json").exists()
+    with pytest.raises(Refused, match=r"theirs\.json"):
+        place_file(ours, tmp_path / "run" / "theirs.json")
+    assert (tmp_path / "run" / "theirs.json").read_text() == "theirs" and ours.read_text() == "checked"
+    place_file(ours, tmp_path / "run" / "eval_50.json")
+    assert (tmp_path / "run" / "eval_50.json").read_text() == "checked" and not ours.exists()
 
 
 def test_the_evaluator_refuses_a_lock_or_results_file_that_is_a_link(

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -23,8 +23,7 @@ import pytest
 
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.evaluation.files import check_eval_file
-from mem_agent.launch import hub_files
-from mem_agent.launch.hub_files import FetchError, fetch
+from support.hub_standin import HubStandin, hub_standin
 from support.scripts import (
     PROJECT_ROOT,
     SCRIPTS,
@@ -301,47 +300,24 @@ def test_prepare_eval_data_refuses_download_and_build_together(tmp_path):
     assert "--download" in problem and "--build-from" in problem and result.stdout == ""
 
 
-class _Hub(BaseHTTPRequestHandler):
-    files: ClassVar[dict[str, bytes]] = {}
-    auth: ClassVar[list[str | None]] = []
-
-    def do_GET(self):
-        type(self).auth.append(self.headers.get("Authorization"))
-        body = self.files.get(self.path)
-        self.send_response(200 if body is not None else 404)
-        self.end_headers()
-        self.wfile.write(body if body is not None else b"not found")
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def hub() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    prefix = "/datasets/BytedTsinghua-SIA/hotpotqa/resolve/main"
-    _Hub.files = {f"{prefix}/eval_50.json": eval_items(5).encode(), f"{prefix}/eval_100.json": b'[{"input": "q"}]'}
-    _Hub.auth = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+def _hub_env(hub_url: str, root: Path, lengths: str, token: str | None) -> dict[str, str]:
+    env = {"DATA_ROOT": str(root), "LENGTH": lengths, "HF_ENDPOINT": hub_url, "HF_HOME": str(root.parent / "hf")}
+    return env | ({"HF_TOKEN": token} if token else {})
 
 
 @pytest.mark.parametrize("token", [SECRET, None], ids=["with_token", "without_token"])
-def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, hub, token):
-    """A file is renamed into place only after it passed the check; a token arrives as a header; a
-    file that was there (even one named like the download's temporary file) is left as it was."""
+def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, token):
+    """A file is given its name only after it passed the check; a token arrives as a header; a
+    file that was there (even one named like a temporary file) is left as it was."""
     root = tmp_path / "ruler"
     root.mkdir()
     theirs = root / "eval_100.json.partial"
     theirs.write_text("not ours")
-    env = {"DATA_ROOT": str(root), "LENGTH": "50 100 200", "HF_ENDPOINT": hub}
-    env |= {"HF_TOKEN": token} if token else {}
-    started = time.monotonic()
-    result = run_script(PREPARE, env, "--download", timeout=120)
-    assert time.monotonic() - started < 60
+    (tmp_path / "eval_50.json").write_text(eval_items(5))
+    (tmp_path / "eval_100.json").write_text('[{"input": "q"}]')
+    served = {name: tmp_path / name for name in ("eval_50.json", "eval_100.json")}
+    with hub_standin("BytedTsinghua-SIA/hotpotqa", served) as hub:
+        result = run_script(PREPARE, _hub_env(hub.url, root, "50 100 200", token), "--download", timeout=120)
     table = _status_table(result.stdout)
     assert table["50"][1:3] == ["downloaded", "5"]
     assert table["100"][1] == "download failed" and table["200"][1] == "download failed"
@@ -349,9 +325,15 @@ def test_prepare_eval_data_downloads_checks_and_keeps_only_good_files(tmp_path, 
     assert result.returncode == 1 and _checker_says_of(b'[{"input": "q"}]', tmp_path) in reasons["eval_100.json"]
     assert "404" in reasons["eval_200.json"]
     assert sorted(p.name for p in root.iterdir()) == ["eval_100.json.partial", "eval_50.json"], "nothing of ours left"
-    assert theirs.read_text() == "not ours"
-    assert set(_Hub.auth) == {f"Bearer {token}" if token else None}
+    assert theirs.read_text() == "not ours" and (root / "eval_50.json").read_text() == eval_items(5)
+    assert _sent_to_the_dataset(hub) == {f"Bearer {token}" if token else None}
     assert SECRET not in result.stdout + result.stderr
+
+
+def _sent_to_the_dataset(hub: HubStandin) -> set[str | None]:
+    """The Authorization headers of the requests for the dataset's files (huggingface_hub asks the
+    endpoint for other things of its own, without a token)."""
+    return {auth for request, auth in zip(hub.requests, hub.authorization, strict=True) if "/datasets/" in request}
 
 
 def _checker_says_of(content: bytes, folder: Path) -> str:
@@ -362,76 +344,58 @@ def _checker_says_of(content: bytes, folder: Path) -> str:
     return _checker_says(probe).removeprefix(f"{probe}: ")
 
 
-class _Stalling(BaseHTTPRequestHandler):
-    """Sends the headers of a large file, then nothing: a transfer that stalls."""
+class _Storage(BaseHTTPRequestHandler):
+    """The storage host the hub redirects a large file to: records the Authorization header it got."""
+
+    served: ClassVar[dict[str, bytes]] = {}
+    seen: ClassVar[list[str | None]] = []
 
     def do_GET(self):
+        type(self).seen.append(self.headers.get("Authorization"))
+        body = self.served[self.path.lstrip("/")]
         self.send_response(200)
-        self.send_header("Content-Length", "1000000")
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(b"[")
-        self.wfile.flush()
-        time.sleep(30)
+        self.wfile.write(body)
 
     def log_message(self, *args):
         pass
 
 
-class _Redirecting(BaseHTTPRequestHandler):
-    """/same redirects on this host, /away to the other host (127.0.0.2): each records the header it got."""
-
-    seen: ClassVar[dict[str, str | None]] = {}
-
-    def do_GET(self):
-        type(self).seen[f"{self.headers['Host'].split(':')[0]}{self.path}"] = self.headers.get("Authorization")
-        port = self.server.server_address[1]
-        targets = {"/same": f"http://127.0.0.1:{port}/file", "/away": f"http://127.0.0.2:{port}/file"}
-        self.send_response(302 if self.path in targets else 200)
-        if self.path in targets:
-            self.send_header("Location", targets[self.path])
-        self.end_headers()
-        self.wfile.write(b"" if self.path in targets else b"data")
-
-    def log_message(self, *args):
-        pass
-
-
-def _serving(handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1") -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def test_a_stalled_download_ends_at_its_read_timeout_after_its_retries(tmp_path):
-    server = _serving(_Stalling)
-    started = time.monotonic()
+def test_the_token_never_reaches_the_storage_host_the_hub_redirects_to(tmp_path):
+    """The hub answers a large file with a redirect to another host (127.0.0.2 here): the token is
+    sent to the hub, never to that host."""
+    (tmp_path / "eval_50.json").write_text(eval_items(3))
+    _Storage.served, _Storage.seen = {"eval_50.json": (tmp_path / "eval_50.json").read_bytes()}, []
+    storage = ThreadingHTTPServer(("127.0.0.2", 0), _Storage)
+    threading.Thread(target=storage.serve_forever, daemon=True).start()
+    root = tmp_path / "ruler"
     try:
-        with (tmp_path / "out").open("wb") as out, pytest.raises(FetchError) as failed:
-            fetch(
-                f"http://127.0.0.1:{server.server_address[1]}/eval_50.json", out, token=None, label="x", timeout_s=0.5
-            )
+        files = {"eval_50.json": tmp_path / "eval_50.json"}
+        with hub_standin("BytedTsinghua-SIA/hotpotqa", files, f"http://127.0.0.2:{storage.server_address[1]}") as hub:
+            result = run_script(PREPARE, _hub_env(hub.url, root, "50", SECRET), "--download", timeout=120)
     finally:
-        server.shutdown()
-    assert time.monotonic() - started < 15 and f"tried {hub_files.ATTEMPTS} times" in str(failed.value)
+        storage.shutdown()
+        storage.server_close()
+    assert result.returncode == 0, result.stderr
+    assert (root / "eval_50.json").read_text() == eval_items(3)
+    assert _sent_to_the_dataset(hub) == {f"Bearer {SECRET}"} and _Storage.seen == [None]
 
 
-def test_the_token_follows_redirects_on_its_own_host_only(tmp_path):
-    server = _serving(_Redirecting, "0.0.0.0")
-    _Redirecting.seen = {}
-    port = server.server_address[1]
-    try:
-        for path in ("/same", "/away"):
-            with (tmp_path / "out").open("wb") as out:
-                assert fetch(f"http://127.0.0.1:{port}{path}", out, token=SECRET, label="x") == 4
-    finally:
-        server.shutdown()
-    assert _Redirecting.seen == {
-        "127.0.0.1/same": f"Bearer {SECRET}",
-        "127.0.0.1/file": f"Bearer {SECRET}",
-        "127.0.0.1/away": f"Bearer {SECRET}",
-        "127.0.0.2/file": None,
-    }
+def test_a_hub_that_accepts_and_never_answers_fails_the_download_after_hub_timeout(tmp_path):
+    """The connection is accepted (the listening socket's backlog) and no byte ever comes back."""
+    root = tmp_path / "ruler"
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        started = time.monotonic()
+        result = run_script(PREPARE, _hub_env(endpoint, root, "50", None) | {"HUB_TIMEOUT": "1"}, "--download")
+    assert time.monotonic() - started < 30
+    assert result.returncode == 1 and _status_table(result.stdout)["50"][1] == "download failed"
+    (reason,) = [line for line in result.stderr.splitlines() if line.startswith("eval_50.json:")]
+    assert endpoint in reason and "HUB_TIMEOUT" in reason
+    assert list(root.iterdir()) == [], "nothing of ours left"
 
 
 # ---- run-eval.sh and bootstrap.sh (dry runs over _common.sh) -------------------------------------

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from mem_agent.common.console import command_parser
 from mem_agent.common.numbers import number
+from mem_agent.common.pinned_fetch import FetchError
 from mem_agent.common.usage import UsageError
-from mem_agent.templates.authors_download import DEFAULT_BASE_URL, FetchError, FetchRequest, fetch_template_file
+from mem_agent.templates.authors_download import DEFAULT_BASE_URL, FetchRequest, fetch_template_file
 from mem_agent.templates.sources import SOURCES
 from mem_agent.templates.template_file import Thinking
 

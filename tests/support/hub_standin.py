@@ -7,9 +7,12 @@ hub does (huggingface_hub 1.x/2.x, read in its `hf_api.list_repo_tree` and
   "size", "oid"}` (one page: no `Link` header);
 - `HEAD` and `GET /datasets/<repo>/resolve/<revision>/<file>`: the file, with the `X-Repo-Commit`
   and `ETag` headers the client keys its cache by.
-Anything else is a 404 with the hub's JSON error body, and every request path is recorded, so a
-test can show which route a client asked for. Point a client at it with `HF_ENDPOINT=<url>` (read
-when huggingface_hub is imported: give it to a fresh process) and a temporary `HF_HOME`.
+Anything else is a 404 with the hub's JSON error body. Every request is recorded with the
+Authorization header it came with, so a test can show which route a client asked for and what it
+sent. With `storage` set, a file is served as the hub serves a large one: a 302 to that other host
+(`<storage>/<file>`) with the `X-Linked-Etag` and `X-Linked-Size` headers. Point a client at it
+with `HF_ENDPOINT=<url>` (read when huggingface_hub is imported: give it to a fresh process) and a
+temporary `HF_HOME`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ class HubStandin:
     repo: str  # owner/name
     files: dict[str, Path]  # path in the repository -> local file
     url: str = ""
+    storage: str = ""
     requests: list[str] = field(default_factory=list)
+    authorization: list[str | None] = field(default_factory=list)
 
     def tree(self) -> list[dict[str, object]]:
         return [
@@ -62,6 +67,7 @@ def _handler(hub: HubStandin) -> type[http.server.BaseHTTPRequestHandler]:
         def _answer(self, with_body: bool) -> None:
             path = unquote(urlsplit(self.path).path)
             hub.requests.append(f"{self.command} {path}")
+            hub.authorization.append(self.headers.get("Authorization"))
             if path.startswith(tree_prefix):
                 body = json.dumps(hub.tree()).encode()
                 self._send(200, body, {"Content-Type": "application/json"}, with_body)
@@ -76,7 +82,10 @@ def _handler(hub: HubStandin) -> type[http.server.BaseHTTPRequestHandler]:
                     "X-Repo-Commit": STANDIN_COMMIT,
                     "ETag": f'"{hashlib.sha256(data).hexdigest()}"',
                 }
-                self._send(200, data, headers, with_body)
+                if hub.storage:
+                    headers |= {"Location": f"{hub.storage}/{name}", "X-Linked-Size": str(len(data))}
+                    headers["X-Linked-Etag"] = headers.pop("ETag")
+                self._send(302 if hub.storage else 200, b"" if hub.storage else data, headers, with_body)
             else:
                 self._not_found(with_body, "Repository not found")
 
@@ -96,9 +105,9 @@ def _handler(hub: HubStandin) -> type[http.server.BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def hub_standin(repo: str, files: dict[str, Path]) -> Iterator[HubStandin]:
+def hub_standin(repo: str, files: dict[str, Path], storage: str = "") -> Iterator[HubStandin]:
     """The stand-in, serving on 127.0.0.1 from a thread until the block ends."""
-    hub = HubStandin(repo, files)
+    hub = HubStandin(repo, files, storage=storage)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

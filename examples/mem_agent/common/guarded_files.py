@@ -297,6 +297,21 @@ def atomic_output(
             raise
 
 
+def place_file(source: Path, path: Path, *, root: Path | None = None) -> None:
+    """`source`, a finished file of the command's own on the same file system, renamed to `path`
+    without replacing anything there: a hard link made (which never follows or replaces a link at
+    `path`), then `source` unlinked. Refused when `path` exists, as whatever it is."""
+    path = Path(path)
+    with _folder_of(path, root, make=True) as folder:
+        assert folder is not None
+        try:
+            os.link(source, path.name, dst_dir_fd=folder, follow_symlinks=False)
+        except FileExistsError:
+            _entry(folder, path.name, path)  # a link, a FIFO, a folder: refused as what it is
+            raise Refused(f"{path} exists: refusing to replace it (move it aside)") from None
+    Path(source).unlink()
+
+
 def write_text_atomic(path: Path, text: str, *, root: Path | None = None) -> None:
     with atomic_output(path, root=root) as handle:
         handle.write(text)

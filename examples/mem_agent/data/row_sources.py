@@ -17,9 +17,12 @@ configuration is used instead, through `datasets` (e.g. `hotpot_qa`, `distractor
 
 The hub's first answer is awaited at most `answer_s` (`--hub-timeout`), with a line on stderr that
 says what is asked of whom: huggingface_hub's own client waits without a bound for a server that
-accepts a connection and never answers. The call runs in a daemon thread, so a refusal ends the
-process without waiting for it; the files themselves download under huggingface_hub's read timeout
-(HF_HUB_DOWNLOAD_TIMEOUT).
+accepts a connection and never answers (its file list), or tries 7 times over 6.5 minutes (its
+request before a download). `hub_file`, the one way a file comes from the hub (here, and
+prepare-eval-data.sh's eval files, into a folder of its choosing), asks for the file's metadata
+that way before huggingface_hub downloads it. Each such call runs in a daemon thread, so a refusal
+ends the process without waiting for it; the files themselves download under huggingface_hub's
+read timeout (HF_HUB_DOWNLOAD_TIMEOUT).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from types import ModuleType
 from typing import Any, TypeVar
 
 from mem_agent.common.input_files import shown
@@ -100,11 +104,14 @@ HUB_ANSWER_S = 60.0  # the default of --hub-timeout
 T = TypeVar("T")
 
 
-def answered(call: Callable[[], T], answer_s: float, asked: str) -> T:
-    """`call()`'s result, or a DataFormatError once `answer_s` has passed without one. The call runs
-    in a daemon thread: a hub that never answers cannot keep the process alive after the refusal."""
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    print(f"asking {endpoint} for {asked} (waiting up to {answer_s:g} s, --hub-timeout)", file=sys.stderr)
+def answered(
+    call: Callable[[], T], answer_s: float, asked: str, knob: str = "--hub-timeout", endpoint: str | None = None
+) -> T:
+    """`call()`'s result; a DataFormatError line when the hub refuses, or once `answer_s` (set by
+    `knob`) has passed without an answer. The call runs in a daemon thread: a hub that never
+    answers cannot keep the process alive after the refusal."""
+    endpoint = endpoint or os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    print(f"asking {endpoint} for {asked} (waiting up to {answer_s:g} s, {knob})", file=sys.stderr)
     outcome: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
 
     def run() -> None:
@@ -117,45 +124,78 @@ def answered(call: Callable[[], T], answer_s: float, asked: str) -> T:
     try:
         ok, value = outcome.get(timeout=answer_s)
     except queue.Empty:
-        raise DataFormatError(f"{endpoint} gave no answer for {asked} within {answer_s:g} s (--hub-timeout)") from None
-    if not ok:
+        raise DataFormatError(f"{endpoint} gave no answer for {asked} within {answer_s:g} s ({knob})") from None
+    if ok:
+        return value
+    if isinstance(value, DataFormatError) or not isinstance(value, _hub_errors()):
         raise value
-    return value
+    raise DataFormatError(f"{endpoint} gave no {asked}: {_first_line(value)}") from None
+
+
+def hub_client(needed_by: str) -> ModuleType:
+    """huggingface_hub, quiet: it logs each retry of a failing request to stderr; a failure is
+    reported once, as our one-line error, instead."""
+    try:
+        import huggingface_hub
+        import huggingface_hub.utils
+    except ImportError:
+        raise DataFormatError(f"{needed_by} needs huggingface_hub: pip install 'mem-agent[data]'") from None
+    huggingface_hub.utils.logging.set_verbosity_error()
+    return huggingface_hub
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """One file of a hub dataset and how to ask for it. `endpoint` and `token` None are
+    huggingface_hub's own (HF_ENDPOINT as read at its import; HF_TOKEN, else a stored login);
+    `token` False sends none. `folder` None is huggingface_hub's cache (HF_HOME)."""
+
+    repo: str
+    name: str
+    revision: str | None
+    endpoint: str | None = None
+    token: str | bool | None = None
+    folder: Path | None = None
+
+
+def hub_file(file: HubFile, answer_s: float, knob: str = "--hub-timeout") -> tuple[Path, str]:
+    """`file` downloaded, and the commit it came from; a DataFormatError line when the hub refuses or
+    fails. Its first answer (the file's metadata) is awaited at most `answer_s`: huggingface_hub's
+    own request before a download is tried 7 times over 6.5 minutes against a silent hub."""
+    hub = hub_client("a download from the Hugging Face hub")
+    where = f"{file.name} of {file.repo}"
+    url = hub.hf_hub_url(file.repo, file.name, repo_type="dataset", revision=file.revision, endpoint=file.endpoint)
+    metadata = answered(
+        lambda: hub.get_hf_file_metadata(url, token=file.token, timeout=answer_s), answer_s, where, knob, file.endpoint
+    )
+    try:
+        path = hub.hf_hub_download(
+            file.repo,
+            file.name,
+            repo_type="dataset",
+            revision=file.revision,
+            endpoint=file.endpoint,
+            token=file.token,
+            local_dir=file.folder,
+        )
+    except _hub_errors() as error:
+        raise DataFormatError(f"cannot download {where} from the Hugging Face hub: {_first_line(error)}") from None
+    return Path(path), metadata.commit_hash or file.revision or "main"
 
 
 def hub_rows(name: str, split: str, revision: str | None, answer_s: float = HUB_ANSWER_S) -> Iterator[SourceRow]:
     """Rows of the data files of `split` in the hub dataset `name`, file by file."""
-    try:
-        import huggingface_hub
-        from huggingface_hub.errors import HfHubHTTPError
-    except ImportError:
-        raise DataFormatError("--hf-dataset needs huggingface_hub: pip install 'mem-agent[data]'") from None
-    _quiet_hub()
-    try:
-        files = answered(
-            lambda: huggingface_hub.list_repo_files(name, repo_type="dataset", revision=revision),
-            answer_s,
-            f"the files of {name}",
-        )
-        chosen = split_files(files, split)
-        if not chosen:
-            shown = ", ".join(f for f in files if PurePosixPath(f).suffix in DATA_SUFFIXES)[:300] or "none"
-            raise DataFormatError(f"{name} has no data file named for the split '{split}' (its data files: {shown})")
-        local = [Path(huggingface_hub.hf_hub_download(name, f, repo_type="dataset", revision=revision)) for f in chosen]
-    except (OSError, ValueError, HfHubHTTPError, *_http_errors()) as error:
-        if isinstance(error, DataFormatError):
-            raise
-        raise DataFormatError(f"cannot read {name} ({split}) from the Hugging Face hub: {_first_line(error)}") from None
-    for repo_file, path in zip(chosen, local, strict=True):
-        yield from file_rows(path, f"hf://datasets/{name}@{_commit(path, revision)}/{repo_file}")
-
-
-def _commit(path: Path, revision: str | None) -> str:
-    """The commit a downloaded file came from: its cache folder is snapshots/<commit>/<file>."""
-    parts = path.parts
-    if "snapshots" in parts and parts.index("snapshots") + 1 < len(parts):
-        return parts[parts.index("snapshots") + 1]
-    return revision or "main"
+    hub = hub_client("--hf-dataset")
+    files = answered(
+        lambda: hub.list_repo_files(name, repo_type="dataset", revision=revision), answer_s, f"the files of {name}"
+    )
+    chosen = split_files(files, split)
+    if not chosen:
+        shown = ", ".join(f for f in files if PurePosixPath(f).suffix in DATA_SUFFIXES)[:300] or "none"
+        raise DataFormatError(f"{name} has no data file named for the split '{split}' (its data files: {shown})")
+    local = [hub_file(HubFile(name, repo_file, revision), answer_s) for repo_file in chosen]
+    for repo_file, (path, commit) in zip(chosen, local, strict=True):
+        yield from file_rows(path, f"hf://datasets/{name}@{commit}/{repo_file}")
 
 
 def datasets_rows(name: str, config: str | None, split: str, answer_s: float = HUB_ANSWER_S) -> Iterator[SourceRow]:
@@ -164,7 +204,7 @@ def datasets_rows(name: str, config: str | None, split: str, answer_s: float = H
         import datasets
     except ImportError:
         raise DataFormatError("--hf-config needs the datasets package: pip install 'mem-agent[data]'") from None
-    _quiet_hub()
+    hub_client("--hf-config")
     datasets.logging.set_verbosity_error()
     source = f"{name}/{config}/{split}" if config else f"{name}/{split}"
     try:
@@ -173,28 +213,20 @@ def datasets_rows(name: str, config: str | None, split: str, answer_s: float = H
         )
         for index, raw in enumerate(stream):
             yield SourceRow(source, f"{source}: row {index}", index, raw)
-    except (OSError, ValueError, ConnectionError, *_http_errors()) as error:
+    except _hub_errors() as error:
         raise DataFormatError(f"cannot load {name} ({split}) from the Hugging Face hub: {_first_line(error)}") from None
 
 
-def _http_errors() -> tuple[type[BaseException], ...]:
-    """The HTTP client's own errors (a refused connection is not an OSError there): huggingface_hub
-    1.x speaks httpx, its later releases httpx2."""
-    errors: list[type[BaseException]] = []
-    for module in ("httpx", "httpx2"):
+def _hub_errors() -> tuple[type[BaseException], ...]:
+    """What a hub call raises besides our own DataFormatError (a refused connection is not an
+    OSError in the HTTP client): huggingface_hub 1.x speaks httpx, its later releases httpx2."""
+    errors: list[type[BaseException]] = [OSError, ValueError, ConnectionError]
+    for module, name in (("huggingface_hub.errors", "HfHubHTTPError"), ("httpx", "HTTPError"), ("httpx2", "HTTPError")):
         try:
-            errors.append(importlib.import_module(module).HTTPError)
+            errors.append(getattr(importlib.import_module(module), name))
         except (ImportError, AttributeError):
             continue
     return tuple(errors)
-
-
-def _quiet_hub() -> None:
-    """huggingface_hub logs each retry of a failing request to stderr; a failure is reported once,
-    as our one-line error, instead."""
-    import huggingface_hub.utils
-
-    huggingface_hub.utils.logging.set_verbosity_error()
 
 
 def _first_line(error: BaseException) -> str:

@@ -5,42 +5,57 @@
 Every setting is checked first (all problems in one message, exit 2). Then each eval_<N>.json of
 LENGTH is checked by the evaluator's own checker (evaluation/files.check_eval_file, streamed: an
 eval_6400.json is ~450 MB); the missing ones are downloaded from MemAgent's dataset on the Hub
-(launch/hub_files.py) or built with mem_agent.build_long_context; a table gives each length's status.
-Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never
-overwritten or deleted, valid or not: a download goes to a new temporary file of its own
-(eval_<N>.json.partial.XXXXXX), renamed into place once checked.
+or built with mem_agent.build_long_context; a table gives each length's status. Exit status: 0
+every length ready, 1 some not, 2 a usage error. A file that exists is never overwritten or
+deleted, valid or not.
+
+huggingface_hub downloads each file (data/row_sources.hub_file: its retries, resumption, progress
+bar, and its rule that the token goes to the Hub's own hosts only, never to a storage host it
+redirects to), into a temporary folder of its own in DATA_ROOT (.eval_<N>.json.XXXX.download),
+not into its cache: the file is a rename away from its place on the same file system, never a
+450 MB copy out of HF_HOME, and no second copy stays in a cache that is often a small home folder.
+Only once the checker passed it is it given its name (common/guarded_files.place_file: never
+through a link, never over a file); the folder is removed either way.
 
 Lengths above 10,000 documents are index-layout files (data/index_files.py): they need the
 HotpotQA dev corpus at DATA_ROOT/hotpotqa_dev.json, where MemAgent's scripts keep it. --download
-fetches it first (CORPUS_URL, its sha256 checked against CORPUS_SHA256); --build-from RAW builds
-those lengths with RAW as the corpus and copies RAW there.
+fetches it first (CORPUS_URL, kept only when its sha256 is CORPUS_SHA256: common/pinned_fetch.py);
+--build-from RAW builds those lengths with RAW as the corpus and copies RAW there.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from mem_agent.common.guarded_files import atomic_output, open_regular, place_file
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT
+from mem_agent.common.pinned_fetch import FetchError, fetch
 from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
-from mem_agent.evaluation.files import check_eval_file
-from mem_agent.launch.eval_corpus import HOTPOTQA_DEV_SHA256, HOTPOTQA_DEV_URL, copy_corpus, download_corpus
+from mem_agent.data.row_sources import HUB_ANSWER_S, HubFile, hub_file
+from mem_agent.evaluation.files import check_eval_file, file_sha256
 from mem_agent.launch.eval_settings import PAPER_HQA_LENGTHS, DocumentCounts
-from mem_agent.launch.hub_files import FetchError, fetch_file
 from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
 from mem_agent.launch.script_settings import Switch, help_text, read
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
 
+# The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download
+# script lists it (not yet checked against a download here: CORPUS_SHA256="" skips the check).
+HOTPOTQA_DEV_URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"
+HOTPOTQA_DEV_SHA256 = "4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359d7104ea"
+CORPUS_DEADLINE_S = 3600.0  # the whole fetch, retries included: its ~47 MB need 13 KB/s to make it
 HUB, BUILD = "--download: MemAgent's eval files from the Hugging Face Hub", "--build-from RAW.json: built here"
 READY = ("present", "downloaded", "built")
 
@@ -72,6 +87,14 @@ class PrepareSettings(BaseModel):
         section=HUB,
     )
     hf_revision: str = setting("main", "Its branch, tag or commit.", env="HF_REVISION", section=HUB)
+    hub_timeout: float = setting(
+        HUB_ANSWER_S,
+        "Seconds the Hub's first answer about each file is awaited.",
+        env="HUB_TIMEOUT",
+        section=HUB,
+        gt=0,
+        le=3600,
+    )
     corpus_url: str = setting(
         HOTPOTQA_DEV_URL,
         f"The HotpotQA dev file, fetched to DATA_ROOT/{CORPUS_NAME} when a length above 10,000 needs it.",
@@ -111,7 +134,9 @@ def plan(environ: Mapping[str, str], problems: Problems) -> PrepareSettings:
     problems.dry_run = settings.dry_run
     if not settings.download:
         problems.unused(
-            ["HF_REPO", "HF_REVISION", "CORPUS_URL", "CORPUS_SHA256"], environ, "they choose what --download fetches"
+            ["HF_REPO", "HF_REVISION", "HUB_TIMEOUT", "CORPUS_URL", "CORPUS_SHA256"],
+            environ,
+            "they choose what --download fetches",
         )
     if not settings.build_from:
         problems.unused(["NUM_QUESTIONS", "SEED"], environ, "they shape what --build-from builds")
@@ -137,9 +162,9 @@ def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[
     indexed = [n for n in lengths if int(n) > INDEX_LAYOUT_ABOVE]
     corpus_problem = ""
     if indexed and settings.download and not (root / CORPUS_NAME).exists():
-        corpus_problem = download_corpus(root, settings.corpus_url, settings.corpus_sha256, settings.dry_run)
+        corpus_problem = _download_corpus(root, settings.corpus_url, settings.corpus_sha256, settings.dry_run)
     elif indexed and settings.build_from:
-        corpus_problem = copy_corpus(Path(settings.build_from), root / CORPUS_NAME, settings.dry_run)
+        corpus_problem = _copy_corpus(Path(settings.build_from), root / CORPUS_NAME, settings.dry_run)
     status = {n: _checked(root / f"eval_{n}.json") for n in lengths}
     absent = [n for n in lengths if status[n].state == "missing"]
     if corpus_problem:
@@ -154,11 +179,11 @@ def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[
     return status
 
 
-def _checked(path: Path, ready: str = "present", failed: str = "invalid") -> Status:
+def _checked(path: Path, ready: str = "present", failed: str = "invalid", corpus: Path | None = None) -> Status:
     if not path.exists():
         return Status("missing")
     try:
-        return Status(ready, len(check_eval_file(path)))
+        return Status(ready, len(check_eval_file(path, corpus)))
     except DataFormatError as error:
         return Status(failed, reason=str(error))
 
@@ -172,19 +197,51 @@ def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
         if token:
             print("  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only")
         return Status("missing")
-    outcome = Status("download failed")
-
-    def valid(partial: Path) -> str | None:
-        nonlocal outcome
-        outcome = _checked(partial, "downloaded", "download failed")
-        return None if outcome.state == "downloaded" else f"downloaded file is not a valid eval file: {outcome.reason}"
-
+    root.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".download", dir=root))
     try:
-        problem = fetch_file(url, root / name, token=token, check=valid)
-    except FetchError as error:
+        file = HubFile(settings.hf_repo, name, settings.hf_revision, settings.hf_endpoint, token or False, folder)
+        fetched, _ = hub_file(file, settings.hub_timeout, "HUB_TIMEOUT")
+        outcome = _checked(fetched, "downloaded", "download failed", root / CORPUS_NAME)
+        if outcome.state != "downloaded":
+            outcome.reason = (
+                f"the downloaded file is not a valid eval file: {outcome.reason.removeprefix(f'{fetched}: ')}"
+            )
+            return outcome
+        place_file(fetched, root / name)
+        return outcome
+    except DataFormatError as error:
         return Status("download failed", reason=str(error))
-    outcome.reason = problem or outcome.reason
-    return outcome
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _download_corpus(root: Path, url: str, sha256: str, dry_run: bool) -> str:
+    """root/hotpotqa_dev.json fetched and its sha256 checked (empty: not checked); the problem, or ""
+    once it is there. A file that fails the check is never kept."""
+    print(printable(f"{CORPUS_NAME}: downloading from {url}"), flush=True)
+    if dry_run:
+        print(printable(f"  GET {url} -> {root / CORPUS_NAME}"))
+        return ""
+    try:
+        with atomic_output(root / CORPUS_NAME, "wb") as out:
+            fetch(url, out, sha256=sha256, deadline_s=CORPUS_DEADLINE_S)
+    except FetchError as error:
+        return f"{CORPUS_NAME}: {error} (CORPUS_URL, CORPUS_SHA256)"
+    return ""
+
+
+def _copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
+    """The raw file the index files are built from, where the evaluator looks for their corpus."""
+    if target.exists():
+        same = target.resolve() == source.resolve() or file_sha256(target) == file_sha256(source)
+        return "" if same else f"{target} exists and is not --build-from {source}: move it aside"
+    if dry_run:
+        print(shell_line(["cp", source, target]))
+        return ""
+    with open_regular(source) as read, atomic_output(target, "wb") as out:
+        shutil.copyfileobj(read, out)
+    return ""
 
 
 def _build(settings: PrepareSettings, absent: list[str]) -> dict[str, Status]:

@@ -8,71 +8,32 @@ and the result validated as a template file before it replaces `--out`.
 
 from __future__ import annotations
 
-import hashlib
-import http.client
-import ipaddress
+import io
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.common.guarded_files import write_text_atomic
-from mem_agent.common.http_deadline import Deadline
 from mem_agent.common.input_files import check_output
+from mem_agent.common.pinned_fetch import FetchError
+from mem_agent.common.pinned_fetch import fetch as fetch_pinned
 from mem_agent.common.usage import UsageError
 from mem_agent.templates.sources import SOURCES, Source, SourceError, extract
 from mem_agent.templates.template_file import PromptFileError, Thinking, dump_prompt_file, parse_prompt_file
 
-__all__ = ["DEFAULT_BASE_URL", "FetchError", "FetchRequest", "fetch", "fetch_template_file"]
+__all__ = ["DEFAULT_BASE_URL", "FetchRequest", "fetch", "fetch_template_file"]
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 MAX_BYTES = 2 * 1024 * 1024  # the files are 4-20 KB; anything this large is not the file we pinned
 MAX_TIMEOUT_S = 3600.0  # bound: --timeout, for a file of at most MAX_BYTES
 
 
-class FetchError(RuntimeError):
-    """The download, its checksum or the validation failed; the message says which and where."""
-
-
-def download(url: str, timeout_s: float) -> bytes:
-    """GET `url` (at most MAX_BYTES) within `timeout_s` in all, not only per read: a server that
-    trickles is cut at the deadline (common/http_deadline.py). A loopback address never goes
-    through an environment proxy."""
-    host = urllib.parse.urlsplit(url).hostname or ""
-    handlers = [urllib.request.ProxyHandler({})] if _is_loopback(host) else []
-    with Deadline(timeout_s) as deadline:
-        opener = urllib.request.build_opener(*handlers, *deadline.handlers())
-        try:
-            with opener.open(url, timeout=timeout_s) as response:
-                body = response.read(MAX_BYTES + 1)
-        except urllib.error.HTTPError as error:
-            raise FetchError(f"GET {url}: HTTP {error.code} {error.reason}") from None
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
-            if not deadline.expired:
-                raise FetchError(f"GET {url}: {getattr(error, 'reason', None) or error}") from None
-        if deadline.expired:  # a body without a length, cut at the deadline, looks complete: never is
-            raise FetchError(f"GET {url}: not complete within {timeout_s:g} s (--timeout)")
-    if len(body) > MAX_BYTES:
-        raise FetchError(f"GET {url}: more than {MAX_BYTES} bytes; not the pinned source file")
-    return body
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def fetch(source: Source, base_url: str, commit: str, sha256: str, timeout_s: float, thinking: Thinking) -> str:
     """The template file's text for `source` at `commit`, after its checksum and a full validation."""
-    url = source.url(base_url, commit)
-    raw = download(url, timeout_s)
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != sha256:
-        raise FetchError(f"{url}: sha256 {digest} is not the pinned {sha256}; nothing was written")
+    url, body = source.url(base_url, commit), io.BytesIO()
+    fetch_pinned(url, body, sha256=sha256, deadline_s=timeout_s, deadline="--timeout", max_bytes=MAX_BYTES)
+    raw = body.getvalue()
     provenance = {"name": source.name, "repository": source.repository, "commit": commit, "path": source.path}
     text = dump_prompt_file(
         mode=source.mode,
@@ -80,7 +41,7 @@ def fetch(source: Source, base_url: str, commit: str, sha256: str, timeout_s: fl
         thinking=thinking,
         memory=source.memory,
         templates=_extract(source, raw),
-        source={**provenance, "url": url, "sha256": digest},
+        source={**provenance, "url": url, "sha256": sha256},
         header=(
             f"Prompt templates for mem_agent (MEM_PROMPTS), written by mem_agent.fetch_prompts.\n"
             f"{source.about}.\nThe template text is {source.repository}'s own, under its license; "
