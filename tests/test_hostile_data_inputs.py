@@ -19,9 +19,12 @@ import pytest
 
 from mem_agent import build_long_context, build_ruler, cli, fetch_prompts, prepare_data, run_document, synthetic_qa
 from mem_agent.common import pinned_fetch
+from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.pinned_fetch import FetchError, fetch
+from mem_agent.data.row_sources import HubFile, hub_file
 from mem_agent.evaluation.files import check_eval_file
 from support.exits import exit_status
+from support.hub_standin import hub_standin
 
 LONG_NAME = "d" * 300  # longer than any file system's NAME_MAX (255 bytes)
 NO_SERVER = ["--url", "http://127.0.0.1:9"]  # refused before any server is asked
@@ -293,6 +296,19 @@ def test_fetch_prompts_ends_a_trickling_download_at_its_timeout_and_writes_nothi
     assert time.monotonic() - started < 3
     _one_error(capsys, trickling, "--timeout")
     assert not out.exists()
+
+
+def test_a_hub_download_that_trickles_ends_at_its_overall_deadline(tmp_path):
+    """huggingface_hub times each read only: the hub file's own deadline ends a body that keeps coming."""
+    (tmp_path / "eval_50.json").write_text("[" + ", ".join(["{}"] * 100) + "]")
+    repo, folder = "owner/evals", tmp_path / "download"
+    with hub_standin(repo, {"eval_50.json": tmp_path / "eval_50.json"}, trickle_s=0.1) as hub:
+        started = time.monotonic()
+        wanted = HubFile(repo, "eval_50.json", None, endpoint=hub.url, token=False, folder=folder, deadline_s=2.0)
+        with pytest.raises(DataFormatError, match=r"within 2 s \(the overall deadline"):
+            hub_file(wanted, answer_s=10)
+    assert time.monotonic() - started < 8
+    assert not (folder / "eval_50.json").exists()
 
 
 # ---- names too long, lone surrogates, deep nesting ------------------------------------------------------------

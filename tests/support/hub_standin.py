@@ -21,6 +21,7 @@ import hashlib
 import http.server
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class HubStandin:
     files: dict[str, Path]  # path in the repository -> local file
     url: str = ""
     storage: str = ""
+    trickle_s: float = 0.0  # > 0: a file's body is sent one byte at a time, this long apart
     requests: list[str] = field(default_factory=list)
     authorization: list[str | None] = field(default_factory=list)
 
@@ -98,16 +100,21 @@ def _handler(hub: HubStandin) -> type[http.server.BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            if with_body:
+            if with_body and hub.trickle_s and status == 200 and headers.get("X-Repo-Commit"):
+                for byte in body:  # a server that never stalls long enough for a read timeout
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(hub.trickle_s)
+            elif with_body:
                 self.wfile.write(body)
 
     return Handler
 
 
 @contextmanager
-def hub_standin(repo: str, files: dict[str, Path], storage: str = "") -> Iterator[HubStandin]:
+def hub_standin(repo: str, files: dict[str, Path], storage: str = "", trickle_s: float = 0.0) -> Iterator[HubStandin]:
     """The stand-in, serving on 127.0.0.1 from a thread until the block ends."""
-    hub = HubStandin(repo, files, storage=storage)
+    hub = HubStandin(repo, files, storage=storage, trickle_s=trickle_s)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(hub))
     hub.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

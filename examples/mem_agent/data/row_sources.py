@@ -27,6 +27,7 @@ read timeout (HF_HUB_DOWNLOAD_TIMEOUT).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import queue
@@ -156,6 +157,7 @@ class HubFile:
     endpoint: str | None = None
     token: str | bool | None = None
     folder: Path | None = None
+    deadline_s: float = 3600.0  # the whole download: a 450 MB eval file needs 128 KB/s to make it
 
 
 def hub_file(file: HubFile, answer_s: float, knob: str = "--hub-timeout") -> tuple[Path, str]:
@@ -168,18 +170,19 @@ def hub_file(file: HubFile, answer_s: float, knob: str = "--hub-timeout") -> tup
     metadata = answered(
         lambda: hub.get_hf_file_metadata(url, token=file.token, timeout=answer_s), answer_s, where, knob, file.endpoint
     )
-    try:
-        path = hub.hf_hub_download(
-            file.repo,
-            file.name,
-            repo_type="dataset",
-            revision=file.revision,
-            endpoint=file.endpoint,
-            token=file.token,
-            local_dir=file.folder,
-        )
-    except _hub_errors() as error:
-        raise DataFormatError(f"cannot download {where} from the Hugging Face hub: {_first_line(error)}") from None
+    # huggingface_hub times each read only: a hub that trickles a byte every few seconds is cut by the
+    # overall deadline, the download left to its daemon thread (gone when the process ends).
+    download = functools.partial(
+        hub.hf_hub_download,
+        file.repo,
+        file.name,
+        repo_type="dataset",
+        revision=file.revision,
+        endpoint=file.endpoint,
+        token=file.token,
+        local_dir=file.folder,
+    )
+    path = answered(download, file.deadline_s, where, "the overall deadline", file.endpoint)
     return Path(path), metadata.commit_hash or file.revision or "main"
 
 
