@@ -1,4 +1,5 @@
-"""A command's face on the console: the name it was started by, and the one way its parser is made.
+"""A command's face on the console: the name it was started by, the one way its parser is made,
+and the one way it ends in error.
 
 argparse names a program after `sys.argv[0]`, which for `python -m` is the module's file path, so
 every command's parser passes its name explicitly: `python -m mem_agent.<module>`, or, while the
@@ -9,6 +10,10 @@ no abbreviations (argparse would take `--forc` for `--force`, and a prefix could
 another flag the day one is added); a flag's number read by the rules of common/numbers.py, the
 ones the settings' variables are read by; and every bad number of a command line named at once,
 in one `error:` line (exit 2), as the commands' own checks report theirs.
+
+Every command's work runs inside `command_status`, so each ends the same way: a user's mistake
+is one `error:` line and exit 2, a failure of the machine (a full disk, a file that cannot be
+read) one `error:` line naming the file and exit 1, and neither a traceback.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -54,6 +59,30 @@ def command_parser(
     print_any_path()  # every command makes its parser first: the one place all of them pass
     kind = _RaisingParser if raising else _CommandParser
     return kind(description=description, allow_abbrev=False, **options)
+
+
+def command_status(
+    work: Callable[[], object],
+    *,
+    mistakes: tuple[type[Exception], ...] = (),
+    failures: tuple[type[Exception], ...] = (),
+    where: object = "?",
+) -> int:
+    """Run a command's `work` and return its exit status: the int it returns, else 0. A UsageError
+    (or one of `mistakes`) is the user's to fix: 2; an OSError, named by its file (`where` when it
+    names none), or one of `failures` is the machine's: 1. What the work wrote stays as it left it."""
+    try:
+        status = work()
+    except (UsageError, *mistakes) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {error.filename or where}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    except failures as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return status if isinstance(status, int) else 0
 
 
 class _CommandParser(argparse.ArgumentParser):
