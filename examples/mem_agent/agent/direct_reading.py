@@ -84,9 +84,8 @@ class DirectReader:
         on_turn: Callable[[Turn], None] | None = None,
         keep_prompt_ids: bool = True,
     ) -> Trajectory:
-        context_ids = await self.tokenize_context(context) if isinstance(context, str) else context
+        context_ids = as_token_ids(await self.tokenize_context(context) if isinstance(context, str) else context)
         problem_ids = encode(self.tokenizer, problem)
-        context_ids = as_token_ids(context_ids)
         total = int(context_ids.shape[0])
         trajectory = Trajectory(turns=[], status=TrajectoryStatus.COMPLETED, context_tokens=total)
         budget = self.context_budget(int(problem_ids.shape[0]))
