@@ -124,7 +124,8 @@ def test_a_results_file_replaced_mid_run_stops_the_run_at_the_next_line(
     assert server.requests - replaced_at[0] < REQUESTS_PER_ITEM  # the item in flight, and no other
 
 
-def test_compare_view_and_train_summary_on_a_full_disk_are_one_line_and_exit_1(tokenizer, tmp_path):
+def test_commands_on_a_full_disk_are_one_line_and_exit_1(tokenizer, synthetic_file, tmp_path):
+    """Every command ends through common/console.command_status: a failed write is the machine's."""
     runs = [evaluation_run(tokenizer, tmp_path / name, {"6": 2}) for name in ("a", "b")]
     metrics = tmp_path / "train" / "metrics.jsonl"
     metrics.parent.mkdir()
@@ -133,6 +134,7 @@ def test_compare_view_and_train_summary_on_a_full_disk_are_one_line_and_exit_1(t
         "mem_agent.compare": [str(runs[0]), str(runs[1]), "--output-dir", str(tmp_path / "cmp")],
         "mem_agent.view": [str(runs[0]), "-o", str(tmp_path / "page.html")],
         "mem_agent.train_summary": [str(metrics.parent), "--output-dir", str(tmp_path / "tables")],
+        "mem_agent.prepare_data": ["--input", str(synthetic_file), "--output", str(tmp_path / "train.jsonl")],
     }
     for module, argv in commands.items():
         result = _limited(module, argv, 64)

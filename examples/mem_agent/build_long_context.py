@@ -31,14 +31,12 @@ data/index_files.py for that layout's rules.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
-from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_files import LongContextRequest, write_long_context_files
 
 
@@ -68,22 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    request = LongContextRequest(
-        input=args.input,
-        num_docs=tuple(args.num_docs),
-        num_questions=args.num_questions,
-        seed=args.seed,
-        out_dir=args.out_dir,
-        force=args.force,
-        layout=args.layout,
-        keep_repeats=args.keep_repeats,
-    )
-    try:
-        write_long_context_files(request)
-    except (DataFormatError, UsageError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    request = LongContextRequest(**{**vars(args), "num_docs": tuple(args.num_docs)})  # the flags are its fields
+    return command_status(lambda: write_long_context_files(request), mistakes=(DataFormatError,))
 
 
 if __name__ == "__main__":

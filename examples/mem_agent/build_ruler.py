@@ -12,15 +12,13 @@ you supply (RULER uses Paul Graham's essays); qa_1 needs `--squad` (SQuAD 2.0 la
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.ruler_scoring import RULER_SPLITS
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
-from mem_agent.common.usage import UsageError
 from mem_agent.data.ruler_build import RulerBuildRequest, write_ruler_files
 
 
@@ -63,15 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.squad,
         args.hotpot,
     )
-    try:
-        write_ruler_files(request)
-    except (UsageError, DataFormatError) as error:
-        print(f"error: {'; '.join(getattr(error, 'problems', [str(error)]))}", file=sys.stderr)
-        return 2
-    except OSError as error:
-        print(f"error: cannot write in {request.out_dir}: {error.strerror}", file=sys.stderr)
-        return 1
-    return 0
+    return command_status(lambda: write_ruler_files(request), mistakes=(DataFormatError,), where=request.out_dir)
 
 
 if __name__ == "__main__":

@@ -30,9 +30,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
-from mem_agent.common.usage import UsageError
 from mem_agent.observability.comparison import METRICS, ComparisonRequest
 from mem_agent.observability.paper_comparison import compare_with_papers
 
@@ -87,18 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         resamples=args.resamples,
         force=args.force,
     )
+    return command_status(lambda: _compare(request, args.paper))
+
+
+def _compare(request: ComparisonRequest, papers: list[str]) -> None:
     try:
-        compare_with_papers(request, args.paper)
+        compare_with_papers(request, papers)
         sys.stdout.flush()
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # the reader stopped early (| head): every file is written, the rest is unwanted
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit's own flush is quiet
-    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
-        print(f"error: {error.filename or '?'}: {error.strerror or error}", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -21,14 +21,12 @@ Exit status: 0 written, 1 download, checksum or extraction failed, 2 bad usage (
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.numbers import number
 from mem_agent.common.pinned_fetch import FetchError
-from mem_agent.common.usage import UsageError
 from mem_agent.templates.authors_download import DEFAULT_BASE_URL, FetchRequest, fetch_template_file
 from mem_agent.templates.sources import SOURCES
 from mem_agent.templates.template_file import Thinking
@@ -78,15 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         thinking=Thinking(args.thinking),
         timeout=args.timeout,
     )
-    try:
-        fetch_template_file(request)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except FetchError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return command_status(lambda: fetch_template_file(request), failures=(FetchError,))
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.numbers import integer, number
-from mem_agent.common.usage import UsageError, split_command
+from mem_agent.common.usage import split_command
 from mem_agent.serving.cpu_stack import DEFAULT_START_TIMEOUT_S, StackRun, StackSettings, run_with_stack
 from mem_agent.serving.processes import ProcessStopError, ServerStartError
 
@@ -61,13 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_model_len=args.max_model_len,
     )
     try:
-        return run_with_stack(StackRun(args.action, tuple(command), settings))
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except (ServerStartError, ProcessStopError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return command_status(
+            lambda: run_with_stack(StackRun(args.action, tuple(command), settings)),
+            failures=(ServerStartError, ProcessStopError),
+        )
     except KeyboardInterrupt:
         return 130
 

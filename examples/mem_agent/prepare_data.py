@@ -40,14 +40,12 @@ if __package__ in (None, ""):  # run by its path: mem_agent is the folder beside
     _sys.path[0] = str(_Path(__file__).resolve().parent.parent)
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT, integer, number, seed
-from mem_agent.common.usage import UsageError
 from mem_agent.data.row_sources import HUB_ANSWER_S
 from mem_agent.data.training_file import TrainingFileRequest, write_training_file
 
@@ -127,15 +125,7 @@ def _request(args: argparse.Namespace) -> TrainingFileRequest:
 
 def main(argv: Sequence[str] | None = None) -> int:
     request = _request(build_parser().parse_args(argv))
-    try:
-        write_training_file(request)
-    except (DataFormatError, UsageError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # mostly the output side (disk full, no permission): name the file it hit
-        print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
-        return 2
-    return 0
+    return command_status(lambda: write_training_file(request), mistakes=(DataFormatError,), where=request.output)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.agent.records import TrajectoryStatus
-from mem_agent.common.console import add_flags, command_parser
-from mem_agent.common.usage import UsageError, gather
+from mem_agent.common.console import add_flags, command_parser, command_status
+from mem_agent.common.usage import gather
 from mem_agent.inference.agent_flags import (
     AgentFlags,
     SamplingFlags,
@@ -72,11 +72,11 @@ def _request(args: argparse.Namespace) -> DocumentRequest:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        trajectory = read_with_agent(_request(args))
-    except (UsageError, TokenizerNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    return command_status(lambda: _read(_request(args)), mistakes=(TokenizerNotFoundError,))
+
+
+def _read(request: DocumentRequest) -> int:
+    trajectory = read_with_agent(request)
     if trajectory.error:
         print(f"error: {trajectory.status.value}: {trajectory.error}", file=sys.stderr)
         return 1

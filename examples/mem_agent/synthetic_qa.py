@@ -8,13 +8,11 @@ The questions and how they are made: mem_agent/data/synthetic.py.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.numbers import SEED_LIMIT, integer, seed
-from mem_agent.common.usage import UsageError
 from mem_agent.data.synthetic import SyntheticRequest, write_synthetic_set
 
 
@@ -30,12 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        write_synthetic_set(SyntheticRequest(args.out, args.num_questions, args.seed))
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return command_status(lambda: write_synthetic_set(SyntheticRequest(args.out, args.num_questions, args.seed)))
 
 
 if __name__ == "__main__":

@@ -12,12 +12,10 @@ Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or no metric
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
-from mem_agent.common.usage import UsageError
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.observability.training_curves import CurvesRequest, summarize_training_run
 
 
@@ -33,15 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        summarize_training_run(CurvesRequest(args.run_dir, args.output_dir, plot=not args.no_plot))
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
-        print(f"error: {error.filename or '?'}: {error.strerror or error}", file=sys.stderr)
-        return 1
-    return 0
+    request = CurvesRequest(args.run_dir, args.output_dir, plot=not args.no_plot)
+    return command_status(lambda: summarize_training_run(request))
 
 
 if __name__ == "__main__":

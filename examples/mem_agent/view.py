@@ -18,13 +18,11 @@ Exit status: 0 written, 1 an I/O failure (a full disk), 2 bad usage or an unread
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.numbers import integer
-from mem_agent.common.usage import UsageError
 from mem_agent.observability.page_selection import OUTCOMES, ViewChoice
 from mem_agent.observability.run_page import PageRequest, write_run_page
 from mem_agent.observability.viewer import ViewLimits
@@ -65,15 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     choice = ViewChoice(args.only, tuple(args.lengths), tuple(args.ids))
     request = PageRequest(args.path, args.output, ViewLimits(args.max_items, args.max_turns), choice, args.force)
-    try:
-        write_run_page(request)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except OSError as error:  # a full disk, a file that cannot be read: what was there is kept
-        print(f"error: {error.filename or request.output}: {error.strerror or error}", file=sys.stderr)
-        return 1
-    return 0
+    return command_status(lambda: write_run_page(request), where=request.output)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,21 +26,10 @@ from mem_agent.agent.chunking import TokenIds, as_token_ids, plan_chunks
 from mem_agent.agent.gold_marks import holds_gold
 from mem_agent.agent.prompt_sets import ResponseCleaner
 from mem_agent.agent.prompts import built_in_facts, compile_template
-from mem_agent.agent.records import (
-    NO_IDS,
-    FinishReason,
-    GenerationError,
-    SamplingParams,
-    Trajectory,
-    TrajectoryStatus,
-    Turn,
-    TurnKind,
-)
+from mem_agent.agent.records import NO_IDS, SamplingParams, Trajectory, TrajectoryStatus, Turn, TurnKind
+from mem_agent.agent.workflow import Generate, TurnRecorder, tokenize
 from mem_agent.settings.config import MemAgentConfig
 from mem_agent.tokenization.tokenizer import decode, encode
-
-if TYPE_CHECKING:
-    from mem_agent.agent.workflow import Generate
 
 DIRECT_MODE = "direct"
 
@@ -56,8 +45,6 @@ DIRECT_TURN_TEXT = """Read the document below, then answer a question about it.
 
 The question again: {problem}
 Answer it from the document. Reason briefly, then give the final answer inside \\boxed{{}}."""
-
-_THREAD_TOKENIZE_CHARS = 50_000
 
 
 class WindowTooSmallError(ValueError):
@@ -86,9 +73,7 @@ class DirectReader:
         return self.window - used
 
     async def tokenize_context(self, document: str) -> np.ndarray:
-        if len(document) > _THREAD_TOKENIZE_CHARS:
-            return await asyncio.to_thread(encode, self.tokenizer, document)
-        return encode(self.tokenizer, document)
+        return await tokenize(self.tokenizer, document)
 
     async def run(
         self,
@@ -99,9 +84,8 @@ class DirectReader:
         on_turn: Callable[[Turn], None] | None = None,
         keep_prompt_ids: bool = True,
     ) -> Trajectory:
-        context_ids = await self.tokenize_context(context) if isinstance(context, str) else context
+        context_ids = as_token_ids(await self.tokenize_context(context) if isinstance(context, str) else context)
         problem_ids = encode(self.tokenizer, problem)
-        context_ids = as_token_ids(context_ids)
         total = int(context_ids.shape[0])
         trajectory = Trajectory(turns=[], status=TrajectoryStatus.COMPLETED, context_tokens=total)
         budget = self.context_budget(int(problem_ids.shape[0]))
@@ -113,21 +97,14 @@ class DirectReader:
         plan = plan_chunks(context_ids, budget, max_chunks=1)
         trajectory.dropped_tokens = plan.dropped_tokens
         prompt = self.template.render(problem=problem_ids, context=plan.tokens[:])  # a spilled array is read here
-        try:
-            completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
-        except GenerationError as error:
-            trajectory.status = TrajectoryStatus.FAILED
-            trajectory.error = error.reason
-            return trajectory
-        turn = Turn(TurnKind.FINAL, 0, prompt if keep_prompt_ids else NO_IDS, completion, NO_IDS)
-        trajectory.turns.append(turn)
-        if on_turn is not None:
-            on_turn(turn)
-        if completion.finish_reason is FinishReason.ABORT:
-            trajectory.status = TrajectoryStatus.ABORTED
-            return trajectory
-        trajectory.answer = self.cleaner.text(completion.token_ids)
-        return trajectory
+        recorder = TurnRecorder(trajectory, on_turn, keep_prompt_ids)
+        return await recorder.run(self._answer(prompt, generate, sampling, recorder))
+
+    async def _answer(
+        self, prompt: np.ndarray, generate: Generate, sampling: SamplingParams, recorder: TurnRecorder
+    ) -> None:
+        completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
+        recorder.answer(Turn(TurnKind.FINAL, 0, prompt, completion, NO_IDS), self.cleaner.text)
 
 
 async def window_facts(

@@ -16,7 +16,7 @@ turns a response into the next memory come from prompt_sets.py.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -43,6 +43,12 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 _THREAD_TOKENIZE_CHARS = 50_000  # longer texts are tokenised off the event loop
+
+
+async def tokenize(tokenizer: PreTrainedTokenizerBase, text: str) -> np.ndarray:
+    if len(text) > _THREAD_TOKENIZE_CHARS:
+        return await asyncio.to_thread(encode, tokenizer, text)
+    return encode(tokenizer, text)
 
 
 class Generate(Protocol):
@@ -107,14 +113,9 @@ class MemoryAgent:
         self.config = config
         self.prompts, self.prompt_facts = build_prompt_set(tokenizer, config)
 
-    async def tokenize(self, text: str) -> np.ndarray:
-        if len(text) > _THREAD_TOKENIZE_CHARS:
-            return await asyncio.to_thread(encode, self.tokenizer, text)
-        return encode(self.tokenizer, text)
-
     async def tokenize_context(self, document: str) -> np.ndarray:
         """A document's ids as the prompts' client would cut them (the text client strips it first)."""
-        return await self.tokenize(self.prompts.context_text(document))
+        return await tokenize(self.tokenizer, self.prompts.context_text(document))
 
     def new_planner(self, question: str) -> TurnPlanner:
         problem = self.prompts.problem(question)
@@ -153,13 +154,8 @@ class MemoryAgent:
             dropped_tokens=plan.dropped_tokens,
             num_chunks=plan.num_chunks,
         )
-        planner = self.new_planner(problem)
-        try:
-            await self._run_turns(plan, planner, generate, sampling, _Recorder(trajectory, on_turn, keep_prompt_ids))
-        except GenerationError as error:
-            trajectory.status = TrajectoryStatus.FAILED
-            trajectory.error = error.reason
-        return trajectory
+        recorder = TurnRecorder(trajectory, on_turn, keep_prompt_ids)
+        return await recorder.run(self._run_turns(plan, self.new_planner(problem), generate, sampling, recorder))
 
     async def _run_turns(
         self,
@@ -167,9 +163,8 @@ class MemoryAgent:
         planner: TurnPlanner,
         generate: Generate,
         sampling: SamplingParams,
-        recorder: _Recorder,
+        recorder: TurnRecorder,
     ) -> None:
-        trajectory = recorder.trajectory
         for step in range(plan.num_chunks):
             prompt = await self._build(planner.memory_prompt, step, plan.chunk(step))
             remaining = plan.num_chunks - step + 1
@@ -177,29 +172,46 @@ class MemoryAgent:
             extras = planner.after_memory_turn(step, self.prompts.memory(completion.token_ids), completion)
             start, end = plan.span(step)  # where the chunk lies in the document, for the records
             extras = {**extras, "chunk_start": start, "chunk_end": end}
-            recorder.add(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory_ids, extras))
-            if completion.finish_reason is FinishReason.ABORT:
-                trajectory.status = TrajectoryStatus.ABORTED
+            if not recorder.add(Turn(TurnKind.MEMORY, step, prompt, completion, planner.memory_ids, extras)):
                 return
         prompt = await self._build(planner.final_prompt)
         completion = await generate(prompt, self.config.max_final_tokens, sampling, priority=1)
-        recorder.add(Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory_ids))
-        if completion.finish_reason is FinishReason.ABORT:
-            trajectory.status = TrajectoryStatus.ABORTED
-            return
-        trajectory.answer = self.prompts.answer(completion.token_ids)
+        final = Turn(TurnKind.FINAL, plan.num_chunks, prompt, completion, planner.memory_ids)
+        recorder.answer(final, self.prompts.answer)
 
 
 @dataclass
-class _Recorder:
+class TurnRecorder:
+    """Where a run's turns go, for the memory agent and the direct reader alike: the trajectory,
+    the caller's `on_turn`, and whether prompt ids are kept once sent."""
+
     trajectory: Trajectory
     on_turn: Callable[[Turn], None] | None
     keep_prompt_ids: bool
 
-    def add(self, turn: Turn) -> None:
+    async def run(self, turns: Awaitable[None]) -> Trajectory:
+        """The trajectory once `turns` have run; a request that failed for good ends it FAILED."""
+        try:
+            await turns
+        except GenerationError as error:
+            self.trajectory.status = TrajectoryStatus.FAILED
+            self.trajectory.error = error.reason
+        return self.trajectory
+
+    def add(self, turn: Turn) -> bool:
+        """Record `turn`; whether the run goes on (a request the server aborted ends it, ABORTED)."""
         self.trajectory.turns.append(turn)
         if self.on_turn is not None:
             self.on_turn(turn)
         if not self.keep_prompt_ids:  # its length stays known to the turn records
             turn.extras["prompt_tokens"] = len(turn.prompt_ids)
             turn.prompt_ids = NO_IDS
+        if turn.completion.finish_reason is FinishReason.ABORT:
+            self.trajectory.status = TrajectoryStatus.ABORTED
+            return False
+        return True
+
+    def answer(self, final: Turn, read: Callable[[np.ndarray], str]) -> None:
+        """Record the final turn, and the answer `read` finds in its response unless it was aborted."""
+        if self.add(final):
+            self.trajectory.answer = read(final.completion.token_ids)

@@ -1,4 +1,5 @@
-"""A command's face on the console: the name it was started by, and the one way its parser is made.
+"""A command's face on the console: the name it was started by, the one way its parser is made,
+and the one way it ends in error.
 
 argparse names a program after `sys.argv[0]`, which for `python -m` is the module's file path, so
 every command's parser passes its name explicitly: `python -m mem_agent.<module>`, or, while the
@@ -13,6 +14,10 @@ in one `error:` line (exit 2), as the commands' own checks report theirs.
 A command's flags may be declared as the fields of a frozen dataclass (`flag`, as TRL's
 HfArgumentParser reads them): `add_flags` makes the flags from the fields, `parsed` the record from
 what was parsed, so a flag's name, type, bounds, default and help are written once.
+
+Every command's work runs inside `command_status`, so each ends the same way: a user's mistake
+is one `error:` line and exit 2, a failure of the machine (a full disk, a file that cannot be
+read) one `error:` line naming the file and exit 1, and neither a traceback.
 """
 
 from __future__ import annotations
@@ -89,6 +94,30 @@ def add_flags(parser: argparse.ArgumentParser, flags: type) -> None:
 def parsed(flags: type[T], args: argparse.Namespace) -> T:
     """The dataclass `flags` holding the parsed `args`, each list a tuple (a parsed record does not change)."""
     return flags(**{name: tuple(value) if isinstance(value, list) else value for name, value in vars(args).items()})
+
+
+def command_status(
+    work: Callable[[], object],
+    *,
+    mistakes: tuple[type[Exception], ...] = (),
+    failures: tuple[type[Exception], ...] = (),
+    where: object = "?",
+) -> int:
+    """Run a command's `work` and return its exit status: the int it returns, else 0. A UsageError
+    (or one of `mistakes`) is the user's to fix: 2; an OSError, named by its file (`where` when it
+    names none), or one of `failures` is the machine's: 1. What the work wrote stays as it left it."""
+    try:
+        status = work()
+    except (UsageError, *mistakes) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:
+        print(f"error: {error.filename or where}: {error.strerror or error}", file=sys.stderr)
+        return 1
+    except failures as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return status if isinstance(status, int) else 0
 
 
 class _CommandParser(argparse.ArgumentParser):

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -34,7 +33,7 @@ from typing import IO, Any
 
 import ijson
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.guarded_files import Refused, atomic_output, open_regular
 
 BLOCK_BYTES = 4 << 20
@@ -202,12 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", type=Path, required=True, help="JSON array file to validate")
     parser.add_argument("--require-keys", default="", help="comma-separated keys every item must have (default: none)")
     args = parser.parse_args(argv)
-    try:
-        print(check_file(args.check, [key for key in args.require_keys.split(",") if key]))
-    except DataFormatError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    keys = [key for key in args.require_keys.split(",") if key]
+    return command_status(lambda: print(check_file(args.check, keys)), mistakes=(DataFormatError,))
 
 
 if __name__ == "__main__":

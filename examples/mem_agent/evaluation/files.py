@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mem_agent.common.console import command_parser
+from mem_agent.common.console import command_parser, command_status
 from mem_agent.common.guarded_files import open_regular
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.usage import UsageError
@@ -169,12 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--corpus", type=Path, default=None, help=f"for index contexts (default: {CORPUS_NAME} beside the file)"
     )
     args = parser.parse_args(argv)
-    try:
-        print(len(check_eval_file(args.check, args.corpus)))
-    except (DataFormatError, UsageError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return command_status(lambda: print(len(check_eval_file(args.check, args.corpus))), mistakes=(DataFormatError,))
 
 
 if __name__ == "__main__":

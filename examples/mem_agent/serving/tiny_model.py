@@ -44,14 +44,15 @@ COMMON_WORDS = (
 @dataclass(frozen=True)
 class TinyQwen3Spec:
     seed: int = 0
+    vocabulary_gain: float = 1.5
+    # The rest are Qwen3Config's own arguments, passed as they are.
     hidden_size: int = 64
     intermediate_size: int = 128
-    num_layers: int = 2
-    num_heads: int = 2
-    num_kv_heads: int = 1
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 2
+    num_key_value_heads: int = 1
     head_dim: int = 32
     max_position_embeddings: int = 40960
-    vocabulary_gain: float = 1.5
 
     def cache_key(self, tokenizer_dir: Path) -> str:
         digest = hashlib.sha256()
@@ -95,15 +96,10 @@ def _build(spec: TinyQwen3Spec, tokenizer_dir: Path, out: Path) -> None:
     import torch
     from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
+    architecture = {name: value for name, value in asdict(spec).items() if name not in ("seed", "vocabulary_gain")}
     config = Qwen3Config(
         vocab_size=QWEN3_VOCAB,
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers,
-        num_attention_heads=spec.num_heads,
-        num_key_value_heads=spec.num_kv_heads,
-        head_dim=spec.head_dim,
-        max_position_embeddings=spec.max_position_embeddings,
+        **architecture,
         tie_word_embeddings=False,
         bos_token_id=QWEN3_PAD,
         eos_token_id=QWEN3_EOS,
