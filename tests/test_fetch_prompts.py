@@ -141,7 +141,7 @@ def test_download_failures_are_one_line_errors(mirror, tmp_path, capsys):
         (["--source", "memagent", "--out", "EXISTS"], "exists; pass --force to replace it"),
         (["--source", "memagent", "--out", "OUT", "--base-url", "ftp://x"], "must start with http:// or https://"),
         (["--source", "memagent", "--out", "OUT", "--timeout", "0"], "--timeout 0 must be a number above 0"),
-        (["--source", "memagent", "--out", "FOLDER", "--force"], "is a folder; give the path of the file to write"),
+        (["--source", "memagent", "--out", "FOLDER", "--force"], "FOLDER is a folder, not a regular file"),
         (["--source", "memagent", "--out", "NOWHERE/out.toml"], "NOWHERE does not exist"),
     ],
 )

@@ -111,8 +111,6 @@ def _checked(request: FetchRequest) -> tuple[Source, Path]:
     if request.sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", request.sha256):
         raise UsageError(f"--sha256 {request.sha256} must be 64 lowercase hex digits")
     check_output(out, "--out")
-    if out.is_dir():
-        raise UsageError(f"--out {out} is a folder; give the path of the file to write")
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
     if out.exists() and not request.force:
