@@ -74,13 +74,19 @@ def test_top_level_modules_are_entry_points():
 
 def test_the_top_level_commands_are_the_ones_mem_agent_lists():
     """A command users run is a `mem-agent` command; a helper the scripts run lives in its room
-    (`python -m mem_agent.serving.tether`), so it is never presented as a user command."""
+    (`python -m mem_agent.serving.tether`), so it is never presented as a user command. The launches
+    the scripts run (launch/) are commands too: each script is one `mem-agent` command."""
     from mem_agent import cli
 
     commands = {
         f"mem_agent.{path.stem}" for path in PACKAGE.glob("*.py") if re.search(r"^def main\(", path.read_text(), re.M)
     }
-    assert commands - {"mem_agent.cli"} == set(cli.COMMANDS.values())
+    top_level = {module for module in cli.COMMANDS.values() if module.count(".") == 1}
+    assert commands - {"mem_agent.cli"} == top_level
+    for name in ("run-eval", "convert-to-hf", "prepare-eval-data"):
+        script = (PACKAGE / f"{name}.sh").read_text()
+        assert name in cli.COMMANDS and script.count('"${PYTHON}"') == 1, "one crossing into Python"
+        assert script.rstrip().endswith(f'exec "${{PYTHON}}" -m mem_agent {name} "$@"')
 
 
 def test_the_client_facade_names_the_inference_client():

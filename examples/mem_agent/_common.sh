@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# Sourced by the mem_agent scripts, never run. Python checks and orchestrates (python -m
-# mem_agent.launch, examples/mem_agent/launch/): a script holds its defaults-free flag arrays and its
-# launch; this file finds the code and the interpreter, and prints commands in a dry run.
+# Sourced by run-qwen3-4b-train.sh, never run (the other scripts run their whole job as one
+# `mem-agent` command). Python checks (python -m mem_agent.launch train, examples/mem_agent/launch/):
+# the script holds its defaults-free flag arrays and its launch; this file finds the code and the
+# interpreter, and prints commands in a dry run.
 
 MEM_AGENT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The folder holding mem_agent/: first on PYTHONPATH, so the code that runs is the code beside the

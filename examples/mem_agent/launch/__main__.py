@@ -13,13 +13,9 @@ import sys
 
 # name -> (module of this room with `main(argv, environ) -> int`, who calls it)
 SCRIPTS = {
-    "convert": ("mem_agent.launch.convert", "convert-to-hf.sh: settings, plan and conversion"),
     "train": ("mem_agent.launch.train", "run-qwen3-4b-train.sh: settings and flag arrays"),
     "ray-job": ("mem_agent.launch.ray_job", "run-qwen3-4b-train.sh: the live launch"),
     "ray-head": ("mem_agent.launch.ray_head", "ray-job: the keeper the head runs under"),
-    "eval": ("mem_agent.launch.evaluate", "run-eval.sh: settings and flag arrays"),
-    "eval-run": ("mem_agent.launch.eval_run", "run-eval.sh: serving, the evaluator, the stop"),
-    "prepare": ("mem_agent.launch.eval_data", "prepare-eval-data.sh: the whole script"),
 }
 
 

@@ -1,6 +1,8 @@
-"""Resolved settings as shell assignments, the one way Python hands values back to a script.
+"""Resolved settings as shell assignments: how `mem-agent train` hands its values to
+run-qwen3-4b-train.sh, the one script that still evaluates them (the others run their whole job in
+Python). Goes once the training launch runs in one crossing too.
 
-A script runs `settings=$("${PYTHON}" -m mem_agent.launch <script>)` and then `eval "${settings}"`:
+The script runs `settings=$("${PYTHON}" -m mem_agent.launch train)` and then `eval "${settings}"`:
 stdout holds only assignments, each value quoted by `shlex.quote`, so no value can run as code;
 everything meant for a person goes to stderr.
 """
@@ -8,6 +10,7 @@ everything meant for a person goes to stderr.
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,6 +28,11 @@ def assignments(values: Mapping[str, Value]) -> str:
         else:
             lines.append(f"{name}=({' '.join(_word(item) for item in value)})")
     return "\n".join(lines) + "\n"
+
+
+def print_assignments(values: Mapping[str, Value]) -> int:
+    sys.stdout.write(assignments(values))
+    return 0
 
 
 def _word(value: object) -> str:

@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 
 from mem_agent.launch.problems import Problems, port_in_use
 from mem_agent.launch.ray_job import job_api_answers
-from mem_agent.launch.script_settings import help_text, read, script_main
-from mem_agent.launch.shell import Value
+from mem_agent.launch.script_settings import Command, read
+from mem_agent.launch.shell import Value, print_assignments
 from mem_agent.launch.train_plan import Schedule, TrainPlan, agent_env, print_join_line, print_summary, runtime_env_json
 from mem_agent.launch.train_settings import TrainSettings, flag_number
 from mem_agent.settings.config import config_problems
@@ -275,20 +275,24 @@ def _shell_value(value: object) -> Value:
     return value
 
 
-def _help() -> str:
-    return help_text(
-        TrainSettings,
-        "[VAR=value ...] bash examples/mem_agent/run-qwen3-4b-train.sh [-h | --help]",
-        "GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout): check"
-        " every setting, start a Ray head on this node, submit the trainer's train.py with the mem_agent hooks,"
-        " and stop only the Ray head this script started.",
-        "MEM_* agent settings (docs/settings.md) are checked here and sent to every worker only when set; every"
-        " one the job gets, set or defaulted, is printed before it starts. WANDB_API_KEY is read by the workers"
-        " from the environment of `ray start` on each node, never put on a command line. PYTHON: the trainer's"
-        " interpreter, with mem-agent installed (default: python3). Every problem is reported at once, before"
-        " anything starts; a setting the chosen mode does not use is one (e.g. EVAL_INTERVAL without EVAL_DATA).",
-    )
+TRAIN = Command(
+    "mem_agent.launch.train",
+    TrainSettings,
+    "run-qwen3-4b-train.sh",
+    "GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout): check"
+    " every setting, start a Ray head on this node, submit the trainer's train.py with the mem_agent hooks,"
+    " and stop only the Ray head this script started.",
+    "MEM_* agent settings (docs/settings.md) are checked here and sent to every worker only when set; every"
+    " one the job gets, set or defaulted, is printed before it starts. WANDB_API_KEY is read by the workers"
+    " from the environment of `ray start` on each node, never put on a command line. PYTHON: the trainer's"
+    " interpreter, with mem-agent installed (default: python3). Every problem is reported at once, before"
+    " anything starts; a setting the chosen mode does not use is one (e.g. EVAL_INTERVAL without EVAL_DATA).",
+)
 
 
-def main(argv: list[str], environ: Mapping[str, str]) -> int:
-    return script_main(argv, environ, help_page=_help, plan=_plan)
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.environ) -> int:
+    return TRAIN.run(argv, environ, _plan, print_assignments)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
