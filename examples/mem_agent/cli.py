@@ -18,6 +18,7 @@ whole help), so no second copy of them is kept here.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -43,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "prepare-eval-data": "mem_agent.launch.eval_data",
     "train": "mem_agent.launch.train",
 }
+NEEDED = ("pydantic", "aiohttp", "orjson", "numpy", "tqdm")  # mem-agent's own packages, named when absent
 
 
 def summary(module: str) -> str:
@@ -93,8 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         command = importlib.import_module(module)
     except ModuleNotFoundError as error:  # a script's PYTHON without mem-agent's packages
+        absent = [name for name in NEEDED if importlib.util.find_spec(name) is None] or [str(error.name)]
         print(
-            f"{program}: error: {sys.executable} cannot import {error.name}: install mem-agent into it"
+            f"{program}: error: {sys.executable} cannot import {', '.join(absent)}: install mem-agent into it"
             " (pip install -e <this repository>), or run bash scripts/bootstrap.sh and use its .venv",
             file=sys.stderr,
         )

@@ -18,7 +18,7 @@ set -euo pipefail
 # The interpreter with mem-agent installed: the checkout's .venv (scripts/bootstrap.sh) when there.
 VENV=${VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv}
 [[ -n "${PYTHON:-}" || ! -x "${VENV}/bin/python" ]] || PYTHON=${VENV}/bin/python
-PYTHON=${PYTHON:-python3}
+export PYTHON=${PYTHON:-python3} # also the interpreter of every command the launch runs
 # The code beside this script runs, also where `pip install -e <repo>` was not run.
 EXAMPLES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PYTHONPATH="${EXAMPLES}${PYTHONPATH:+:${PYTHONPATH}}"

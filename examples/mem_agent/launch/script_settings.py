@@ -156,8 +156,9 @@ class Command:
 
 FLAGS_RULE = (
     "Each setting is a flag or an environment variable: --save-file NAME is SAVE_FILE=NAME, and a flag"
-    " without a value (--dry-run) sets its variable to 1; a flag wins over the variable. Every setting is"
-    " checked before anything starts, all problems in one message (exit 2)."
+    " without a value (--dry-run) sets its variable to 1; a flag wins over the variable. A value that starts"
+    " with - goes after = (--extra-eval-args=--no-plot). Every setting is checked before anything starts,"
+    " all problems in one message (exit 2)."
 )
 
 
