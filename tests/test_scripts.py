@@ -434,7 +434,7 @@ def test_the_token_follows_redirects_on_its_own_host_only(tmp_path):
     }
 
 
-# ---- run-eval.sh and bootstrap.sh (dry runs over _common.sh) -------------------------------------
+# ---- run-eval.sh and bootstrap.sh (dry runs) ------------------------------------------------------
 
 
 def test_run_eval_demo_dry_run_builds_synthetic_data_and_evaluates_inside_the_local_stack(tmp_path):

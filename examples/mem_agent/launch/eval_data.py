@@ -98,6 +98,21 @@ class PrepareSettings(BaseModel):
     )
 
 
+COMMAND = Command(
+    "mem_agent.launch.eval_data",
+    PrepareSettings,
+    "prepare-eval-data.sh",
+    "Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)"
+    " and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status"
+    " (present, missing, downloaded, built, invalid, download failed, build failed), item count and size."
+    " Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never"
+    " overwritten or deleted; a download is renamed into place only once it passed the check.",
+    "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
+    " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
+    " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
+)
+
+
 @dataclass
 class Status:
     state: str  # present, missing, downloaded, built, invalid, download failed, build failed
@@ -242,21 +257,6 @@ def _prepare(settings: PrepareSettings) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 1 if print_table(Path(settings.data_root), status) else 0
-
-
-COMMAND = Command(
-    "mem_agent.launch.eval_data",
-    PrepareSettings,
-    "prepare-eval-data.sh",
-    "Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)"
-    " and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status"
-    " (present, missing, downloaded, built, invalid, download failed, build failed), item count and size."
-    " Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never"
-    " overwritten or deleted; a download is renamed into place only once it passed the check.",
-    "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
-    " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
-    " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
-)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,6 +42,23 @@ EVALUATOR_FLAGS = {
 }
 
 
+COMMAND = Command(
+    "mem_agent.launch.evaluate",
+    EvalSettings,
+    "run-eval.sh",
+    "RULER-HQA evaluation of a memory agent (SUITE=ruler: RULER's general tasks; all: both, one summary.json):"
+    " every setting is checked before anything starts, all problems in one message; a setting the chosen mode"
+    " does not use is one of them (DATA_ROOT in the demo, TP with URL)."
+    " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
+    "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
+    " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"
+    " anything starts; a rerun with nothing left to run starts no server, and one with other LENGTH values keeps"
+    " the earlier lengths in summary.json and the plot. PYTHON: the interpreter of every command run, with"
+    " mem-agent installed (run-eval.sh's default: VENV/bin/python, VENV defaulting to the checkout's .venv made"
+    " by scripts/bootstrap.sh; else python3; mem-agent run-eval's: its own).",
+)
+
+
 def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
     settings = read(EvalSettings, environ, problems)
     problems.dry_run = settings.dry_run
@@ -178,23 +195,6 @@ def _named(problem: str, owners: dict[str, str], extra: Sequence[str]) -> str:
 
 def _mentions(text: str, flag: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
-
-
-COMMAND = Command(
-    "mem_agent.launch.evaluate",
-    EvalSettings,
-    "run-eval.sh",
-    "RULER-HQA evaluation of a memory agent (SUITE=ruler: RULER's general tasks; all: both, one summary.json):"
-    " every setting is checked before anything starts, all problems in one message; a setting the chosen mode"
-    " does not use is one of them (DATA_ROOT in the demo, TP with URL)."
-    " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
-    "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
-    " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"
-    " anything starts; a rerun with nothing left to run starts no server, and one with other LENGTH values keeps"
-    " the earlier lengths in summary.json and the plot. PYTHON: the interpreter of every command run, with"
-    " mem-agent installed (run-eval.sh's default: VENV/bin/python, VENV defaulting to the checkout's .venv made"
-    " by scripts/bootstrap.sh; else python3; mem-agent run-eval's: its own).",
-)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
