@@ -181,10 +181,7 @@ COMMAND = Command(
     "mem_agent.launch.convert",
     ConvertSettings,
     "convert-to-hf.sh",
-    "Megatron checkpoints of a training run (SAVE_PATH/iter_XXXXXXX) to Hugging Face folders with the"
-    " trainer's own converter. An iteration whose output folder has a config.json is done (the converter"
-    " copies it last); one without it (an interrupted conversion) is converted again with --force; nothing"
-    " else is ever overwritten.",
+    __doc__ or "",
     "PYTHON: the interpreter with torch and the trainer's requirements that runs the converter (default: python3).",
 )
 

@@ -119,10 +119,8 @@ class Command:
         parser = command_parser(self.module, add_help=False, usage=usage)
         parser.add_argument("-h", "--help", action="store_true")
         for info in self.model.model_fields.values():
-            if info.annotation is bool:
-                parser.add_argument(flag_of(info), dest=env_name(info), action="store_const", const="1")
-            else:
-                parser.add_argument(flag_of(info), dest=env_name(info))
+            switch = {"action": "store_const", "const": "1"} if info.annotation is bool else {}
+            parser.add_argument(flag_of(info), dest=env_name(info), **switch)
         return parser
 
     def help_text(self) -> str:
@@ -141,14 +139,7 @@ class Command:
             if heading != section:
                 lines += ["", heading]
                 section = heading
-            name = (
-                f"{flag_of(info)}, {env_name(info)}=1"
-                if info.annotation is bool
-                else f"{flag_of(info)} {env_name(info)}"
-            )
-            default = shown_default(info).replace('""', "none")
-            text = f"{info.description} ({describe(info)}; default: {default})"
-            lines += [f"  {name}", *textwrap.wrap(text, 100, initial_indent=" " * 6, subsequent_indent=" " * 6)]
+            lines += _rows(info)
         if self.notes:
             lines += ["", textwrap.fill(" ".join(self.notes.split()), 100)]
         return "\n".join(lines)
@@ -160,6 +151,14 @@ FLAGS_RULE = (
     " with - goes after = (--extra-eval-args=--no-plot). Every setting is checked before anything starts,"
     " all problems in one message (exit 2)."
 )
+
+
+def _rows(info: FieldInfo) -> list[str]:
+    """A setting in --help: its flag and variable, then what it does, its values and its default."""
+    named = f"{flag_of(info)}, {env_name(info)}=1" if info.annotation is bool else f"{flag_of(info)} {env_name(info)}"
+    default = shown_default(info).replace('""', "none")
+    text = f"{info.description} ({describe(info)}; default: {default})"
+    return [f"  {named}", *textwrap.wrap(text, 100, initial_indent=" " * 6, subsequent_indent=" " * 6)]
 
 
 def flag_of(info: FieldInfo) -> str:
