@@ -1,10 +1,7 @@
-"""Resolved settings as shell assignments: how `mem-agent train` hands its values to
-run-qwen3-4b-train.sh, the one script that still evaluates them (the others run their whole job in
-Python). Goes once the training launch runs in one crossing too.
-
-The script runs `settings=$("${PYTHON}" -m mem_agent.launch train)` and then `eval "${settings}"`:
-stdout holds only assignments, each value quoted by `shlex.quote`, so no value can run as code;
-everything meant for a person goes to stderr.
+"""Resolved settings as shell assignments, for run-qwen3-4b-train.sh alone (the other scripts run
+their whole job in Python): `settings=$("${PYTHON}" -m mem_agent.launch train)`, then
+`eval "${settings}"`. stdout holds only assignments, each value quoted by `shlex.quote`, so no value
+can run as code; everything meant for a person goes to stderr.
 """
 
 from __future__ import annotations
