@@ -37,10 +37,9 @@ fi
 # (vllm, ...) is not asked of it yet. Its problems stop the demo here, in one message (exit 2).
 PYTHON=${BASE_PYTHON}
 [[ ! -x "${VENV}/bin/python" ]] || PYTHON="${VENV}/bin/python"
-# shellcheck source=examples/mem_agent/_common.sh
-source "${ROOT}/examples/mem_agent/_common.sh"
-if "${PYTHON}" -m mem_agent.launch eval --help >/dev/null 2>&1 &&
-  ! checked=$(DRY_RUN=1 launch_settings eval 2>&1 >/dev/null); then
+export PYTHONPATH="${ROOT}/examples${PYTHONPATH:+:${PYTHONPATH}}"
+if "${PYTHON}" -m mem_agent run-eval --help >/dev/null 2>&1 &&
+  ! checked=$(DRY_RUN=1 "${PYTHON}" -m mem_agent run-eval 2>&1 >/dev/null); then
   echo "error:${checked#*error:}" >&2 # the message, without the dry run's warnings
   exit 2
 fi

@@ -43,7 +43,7 @@ def test_the_help_imports_no_command_module():
 
 @pytest.mark.parametrize("module", sorted(cli.COMMANDS.values()))
 def test_each_summary_is_the_whole_first_line_of_its_modules_docstring(module):
-    source = (PACKAGE / f"{module.removeprefix('mem_agent.')}.py").read_text(encoding="utf-8")
+    source = PACKAGE.joinpath(*module.split(".")[1:]).with_suffix(".py").read_text(encoding="utf-8")
     docstring = ast.get_docstring(ast.parse(source), clean=False) or ""
     first_paragraph = docstring.split("\n\n")[0]
     assert cli.summary(module) == first_paragraph.strip() and "\n" not in first_paragraph.strip()

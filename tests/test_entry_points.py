@@ -69,13 +69,24 @@ def test_top_level_modules_are_entry_points():
 
 def test_the_top_level_commands_are_the_ones_mem_agent_lists():
     """A command users run is a `mem-agent` command; a helper the scripts run lives in its room
-    (`python -m mem_agent.serving.tether`), so it is never presented as a user command."""
+    (`python -m mem_agent.serving.tether`), so it is never presented as a user command. The launches
+    the scripts run (launch/) are commands too: each script is one `mem-agent` command."""
     from mem_agent import cli
 
     commands = {
         f"mem_agent.{path.stem}" for path in PACKAGE.glob("*.py") if re.search(r"^def main\(", path.read_text(), re.M)
     }
-    assert commands - {"mem_agent.cli"} == set(cli.COMMANDS.values())
+    top_level = {module for module in cli.COMMANDS.values() if module.count(".") == 1}
+    assert commands - {"mem_agent.cli"} == top_level
+    for name, script_name in (
+        ("run-eval", "run-eval"),
+        ("convert-to-hf", "convert-to-hf"),
+        ("prepare-eval-data", "prepare-eval-data"),
+        ("train", "run-qwen3-4b-train"),
+    ):
+        script = (PACKAGE / f"{script_name}.sh").read_text()
+        assert name in cli.COMMANDS and script.count('"${PYTHON}"') == 1, "one crossing into Python"
+        assert script.rstrip().endswith(f'exec "${{PYTHON}}" -m mem_agent {name} "$@"')
 
 
 def test_the_client_facade_names_the_inference_client():
@@ -91,18 +102,3 @@ def test_a_hook_module_runs_from_a_folder_outside_the_checkout(tmp_path: Path):
     code = "import mem_agent.rollout as r, mem_agent.custom_convert as c; print(r.generate.__name__)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "generate", result.stderr[-500:]
-
-
-@pytest.mark.parametrize("argv", [[], ["no-such-script"]])
-def test_the_launch_room_without_a_known_name_is_a_usage_error_listing_the_names(argv: list[str]):
-    from mem_agent.launch.__main__ import SCRIPTS
-
-    result = subprocess.run(
-        [sys.executable, "-m", "mem_agent.launch", *argv], capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 2 and result.stdout == ""
-    assert all(name in result.stderr for name in SCRIPTS)
-    shown = subprocess.run(
-        [sys.executable, "-m", "mem_agent.launch", "--help"], capture_output=True, text=True, timeout=60
-    )
-    assert shown.returncode == 0 and all(name in shown.stdout for name in SCRIPTS)

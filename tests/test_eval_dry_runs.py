@@ -9,6 +9,7 @@ concern), each with the same values. Lines meant for a person are not compared.
 
 from __future__ import annotations
 
+import importlib
 import json
 import shlex
 import sys
@@ -16,7 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from support.scripts import PROJECT_ROOT, SCRIPTS, run_script, write_eval_file, write_trainer_files
+from mem_agent import cli
+from mem_agent.launch.script_settings import flag_of
+from mem_agent.settings.declared import env_name
+from support.scripts import (
+    PROJECT_ROOT,
+    SCRIPTS,
+    named,
+    refusal,
+    run_command,
+    run_script,
+    write_eval_file,
+    write_trainer_files,
+)
 
 RECORDED = Path(__file__).parent / "data" / "dry_runs"
 COMMANDS = ("<PY> ", "env ", "<REPO>/", "GET ")
@@ -94,18 +107,18 @@ def _commands(stdout: str, root: Path) -> list[list[str]]:
     return [_words(line.strip()) for line in text.splitlines() if line.strip().startswith(COMMANDS)]
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "eval_demo",
-        "eval_gpu_dp_vllm",
-        "eval_gpu_dp_router",
-        "eval_cpu_model",
-        "eval_suite_all",
-        "eval_convert",
-        "prep_download",
-    ],
-)
+CASES = [
+    "eval_demo",
+    "eval_gpu_dp_vllm",
+    "eval_gpu_dp_router",
+    "eval_cpu_model",
+    "eval_suite_all",
+    "eval_convert",
+    "prep_download",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_a_dry_run_prints_the_recorded_commands(tmp_path, case):
     script, env, args = _cases(tmp_path)[case]
     cwd = tmp_path / "cwd"
@@ -122,3 +135,59 @@ def test_the_comparison_sees_a_changed_value_and_a_missing_flag():
     assert _words(recorded) == _words("<PY> -m mem_agent.eval_ruler_hqa --protocol vllm --lengths 50 200")
     assert _words(recorded) != _words("<PY> -m mem_agent.eval_ruler_hqa --lengths 50 --protocol vllm")
     assert _words(recorded) != _words("<PY> -m mem_agent.eval_ruler_hqa --lengths 50 200")
+
+
+def _as_flags(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """(the flags of `command`'s settings that `env` sets, the rest of `env`): SAVE_FILE=x as
+    --save-file=x (the form a value starting with `-` needs), DRY_RUN=1 as --dry-run."""
+    fields = {
+        env_name(info): info
+        for info in importlib.import_module(cli.COMMANDS[command]).COMMAND.model.model_fields.values()
+    }
+    flags = []
+    for name, value in env.items():
+        if name in fields:
+            switch = fields[name].annotation is bool
+            flags += [flag_of(fields[name])] if switch else [f"{flag_of(fields[name])}={value}"]
+    return flags, {name: value for name, value in env.items() if name not in fields}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_command_given_flags_prints_what_the_script_given_variables_does(tmp_path, case):
+    """`mem-agent <command> --length 50` runs as `LENGTH=50 bash <command>.sh`: the same commands."""
+    script, env, args = _cases(tmp_path)[case]
+    command = script.stem
+    flags, rest = _as_flags(command, env)
+    assert flags and "--dry-run" in flags
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    result = run_command([sys.executable, "-m", "mem_agent", command, *flags, *args], rest, cwd=cwd)
+    assert result.returncode == (1 if case == "prep_download" else 0), result.stderr
+    recorded = (RECORDED / f"{case}.txt").read_text().splitlines()
+    assert _commands(result.stdout, tmp_path) == [_words(line) for line in recorded]
+
+
+def test_a_flag_given_to_the_script_wins_over_its_variable(tmp_path):
+    """The scripts pass their arguments on: `LENGTH="50 200" bash run-eval.sh --length 50` runs 50 alone."""
+    result = run_script(SCRIPTS / "run-eval.sh", {"DRY_RUN": "1", "LENGTH": "50 200"}, "--length", "50", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (evaluate,) = [shlex.split(line) for line in result.stdout.splitlines() if "mem_agent.eval_ruler_hqa" in line]
+    after = evaluate[evaluate.index("--lengths") + 1 :]
+    assert after[: next(i for i, word in enumerate(after) if word.startswith("--"))] == ["50"]
+
+
+@pytest.mark.parametrize(
+    ("command", "argv", "variable"),
+    [
+        ("run-eval", ["--dry-run", "--length", "abc"], "LENGTH"),
+        ("prepare-eval-data", ["--length", "0"], "LENGTH"),
+        ("convert-to-hf", ["--dry-run", "--vocab-size", "big"], "VOCAB_SIZE"),
+        ("train", ["--dry-run", "--lr", "0"], "LR"),
+    ],
+)
+def test_a_bad_flag_value_is_the_one_problem_naming_its_setting(tmp_path, command, argv, variable):
+    """A flag's value passes the variable's checks: refused in the one message (exit 2), nothing started."""
+    result = run_command([sys.executable, "-m", "mem_agent", command, *argv], {}, cwd=tmp_path)
+    problems = refusal(result)
+    assert variable in named(problems), problems
+    assert list(tmp_path.iterdir()) == [], "nothing written"

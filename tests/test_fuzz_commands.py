@@ -161,6 +161,7 @@ SAFE_START = {
     "eval": ["--url", "{server}", "--protocol", "vllm"],
     "run-document": ["--url", "{server}", "--protocol", "vllm"],
     "fetch-prompts": ["--base-url", CLOSED_URL],
+    "prepare-eval-data": ["--hf-endpoint", CLOSED_URL],
 }
 SAFE_ENV = {
     "HF_HUB_OFFLINE": "1",
@@ -197,6 +198,11 @@ BASELINES: dict[str, list[str]] = {
     "fetch-prompts": ["--list"],
     "check-host": ["--trainer-root", "folder", "--url", "{server}"],
     "local-stack": ["exec", "--model", "folder", "--start-timeout", "5", "--", "true"],
+    # The launches, as dry runs: an example that drops --dry-run leaves a word the parser refuses.
+    "run-eval": ["--dry-run", "--url", "{server}", "--protocol", "vllm", "--data-root", "evaldata", "--length", "6"],
+    "prepare-eval-data": ["--dry-run", "--data-root", "evaldata", "--length", "6"],
+    "convert-to-hf": ["--dry-run", "--save-path", "folder", "--hf-ckpt", "folder", "--trainer-root", "folder"],
+    "train": ["--dry-run", "--hf-ckpt", "folder", "--save-path", "save"],
 }
 
 

@@ -27,6 +27,9 @@ from mem_agent import compare, eval_ruler_hqa, train_summary, view
 from mem_agent.common.guarded_files import Refused, append_bytes, place_file, write_text_atomic
 from mem_agent.common.run_folder import LOCK_NAME, lock_run_folder
 from mem_agent.launch import eval_run
+from mem_agent.launch.eval_run import EvalPlan
+from mem_agent.launch.eval_settings import EvalSettings
+from mem_agent.launch.serving import GpuLayout
 from mem_agent.observability import rollout_logging
 from mem_agent.observability.host_logging import METRICS_FILE, append_metrics_line
 from mem_agent.serving.processes import start_process
@@ -115,24 +118,21 @@ def test_the_evaluator_refuses_a_lock_or_results_file_that_is_a_link(
         assert _untouched(outside)
 
 
+def _launch(run_dir: Path, serving: str, url: str = "", left_to_run: int | None = None, **plan: object) -> int:
+    """run-eval's launch (launch/eval_run.py) of a checked plan whose every command is `true`."""
+    settings = EvalSettings(serve_timeout=1, serve_stop_timeout=1, **({"url": url} if url else {}))
+    return eval_run.launch(
+        EvalPlan(settings, sys.executable, str(run_dir), serving, left_to_run, ["true"], ["true"], **plan)
+    )
+
+
 def test_run_eval_launch_refuses_a_lock_that_is_a_link(tmp_path, outside, capsys):
-    """run-eval.sh takes the folder's lock through `python -m mem_agent.launch eval-run`."""
+    """run-eval's launch takes the folder's lock before anything starts."""
     for target in (outside, tmp_path / "outside" / "made.txt"):
         run_dir = tmp_path / f"run-{target.name}"
         link = _link(run_dir / LOCK_NAME, target)
-        argv = [
-            "--python",
-            sys.executable,
-            "--run-dir",
-            str(run_dir),
-            "--serving",
-            "url",
-            "--url",
-            "http://127.0.0.1:9",
-        ]
-        argv += ["--left-to-run", "0", "--serve-timeout", "1", "--stop-timeout", "1", "--", "true"]
         capsys.readouterr()
-        assert eval_run.main(argv, os.environ) == 2
+        assert _launch(run_dir, "url", url="http://127.0.0.1:9", left_to_run=0) == 2
         assert _one_line_naming(capsys.readouterr().err, link)
     assert _untouched(outside) and not (tmp_path / "outside" / "made.txt").exists()
 
@@ -176,13 +176,12 @@ def test_server_logs_are_never_written_through_a_link(tmp_path, outside, capsys)
     log = _link(run / "servers" / "vllm_server.log", outside)
     with pytest.raises(Refused, match=r"vllm_server\.log"):
         start_process("vllm_server", ["true"], log, log_root=run)
-    for serving in (["--serving", "gpu", "--gpus", "0"], ["--serving", "cpu", "--model", str(tmp_path)]):
-        run_dir = tmp_path / f"run-{serving[1]}"
+    gpu = GpuLayout(("0",), 1, 1, "vllm", "127.0.0.1", 8000)
+    for serving, plan in (("gpu", {"layout": gpu}), ("cpu", {"model": str(tmp_path)})):
+        run_dir = tmp_path / f"run-{serving}"
         servers = _link(run_dir / "servers", outside.parent)
-        argv = ["--python", sys.executable, "--run-dir", str(run_dir), *serving]
-        argv += ["--serve-timeout", "1", "--stop-timeout", "1", "--serve", "true", "--", "true"]
         capsys.readouterr()
-        assert eval_run.main(argv, os.environ) == 2
+        assert _launch(run_dir, serving, **plan) == 2
         assert _one_line_naming(capsys.readouterr().err, servers)
     assert [p.name for p in outside.parent.iterdir()] == [outside.name] and _untouched(outside)
 
@@ -201,9 +200,7 @@ def test_a_hard_linked_lock_is_refused_and_its_other_name_keeps_every_byte(
     argv = ["--data-root", str(data_root), "--lengths", "6", "--output-dir", str(folders["eval"]), "--url"]
     assert eval_ruler_hqa.main([*argv, instant_server, *FAST]) == 2
     assert _one_line_naming(capsys.readouterr().err, folders["eval"] / LOCK_NAME)
-    launch = ["--python", sys.executable, "--run-dir", str(folders["launch"]), "--serving", "url", "--url"]
-    launch += ["http://127.0.0.1:9", "--left-to-run", "0", "--serve-timeout", "1", "--stop-timeout", "1", "--", "true"]
-    assert eval_run.main(launch, os.environ) == 2
+    assert _launch(folders["launch"], "url", url="http://127.0.0.1:9", left_to_run=0) == 2
     assert _one_line_naming(capsys.readouterr().err, folders["launch"] / LOCK_NAME)
     with caplog.at_level(logging.ERROR):
         assert rollout_logging._records_folder(SimpleNamespace(save=str(folders["save"]))) is None

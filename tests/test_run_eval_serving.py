@@ -75,7 +75,7 @@ def node(tmp_path) -> Iterator[tuple[dict[str, str], Path]]:
         tmp_path / "bin" / "python",
         f"""#!/usr/bin/env bash
 case " $* " in
-  *" -m mem_agent.launch "*) exec {real} "$@" ;;  # the checks and the launch (its commands come back here)
+  *" -m mem_agent run-eval "*) exec {real} "$@" ;;  # the checks and the launch (its commands come back here)
   *" -m vllm.entrypoints.openai.api_server "*) exec {real} {server} {quoted_state} "$@" ;;
   *" -m mem_agent.eval_ruler_hqa "*) printf '%s\\n' "$@" > {quoted_state}/evaluated ;;
   *) exec {real} "$@" ;;
@@ -153,7 +153,7 @@ def answering_node(node, tmp_path) -> tuple[dict[str, str], Path]:
         Path(env["PYTHON"]),
         f"""#!/usr/bin/env bash
 case " $* " in
-  *" -m mem_agent.launch "*) exec {real} "$@" ;;
+  *" -m mem_agent run-eval "*) exec {real} "$@" ;;
   *" -m vllm.entrypoints.openai.api_server "*) exec {real} {server} {quoted_state} "$@" ;;
   *) exec {real} "$@" ;;
 esac

@@ -398,7 +398,7 @@ def test_a_hub_that_accepts_and_never_answers_fails_the_download_after_hub_timeo
     assert list(root.iterdir()) == [], "nothing of ours left"
 
 
-# ---- run-eval.sh and bootstrap.sh (dry runs over _common.sh) -------------------------------------
+# ---- run-eval.sh and bootstrap.sh (dry runs) ------------------------------------------------------
 
 
 def test_run_eval_demo_dry_run_builds_synthetic_data_and_evaluates_inside_the_local_stack(tmp_path):

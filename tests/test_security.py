@@ -44,33 +44,16 @@ def test_the_scanner_would_catch_a_planted_token():
 
 
 def test_no_python_or_shell_evaluates_text():
-    """Model output and data are never executed: no eval/exec in Python, no eval in shell but of the
-    settings a script's launch check prints (`eval "${settings}"`: assignments whose every value is
-    quoted by shlex.quote, launch/shell.py)."""
+    """Model output and data are never executed: no eval/exec in Python, no eval in shell (a script
+    hands its settings to Python, which runs what it launches as argument vectors)."""
     offenders = []
     for path in _tracked_files():
         text = path.read_text(errors="ignore")
         if path.suffix == ".py" and re.search(r"(?<![\w.])(eval|exec)\(", text):
             offenders.append(str(path))
-        if path.suffix == ".sh":
-            evals = re.findall(r"^\s*eval\s.*$", text, re.MULTILINE)
-            if any(line.strip() != 'eval "${settings}"' for line in evals):
-                offenders.append(str(path))
+        if path.suffix == ".sh" and re.search(r"^\s*eval\s", text, re.MULTILINE):
+            offenders.append(str(path))
     assert offenders == []
-
-
-def test_settings_handed_back_to_a_script_are_inert_text(tmp_path):
-    """Whatever a setting holds (a path, EXTRA_ARGS), evaluating the assignments sets it to exactly
-    that text and runs nothing."""
-    from mem_agent.launch.shell import assignments
-
-    marker = tmp_path / "ran"
-    hostile = f"$(touch {marker}); `touch {marker}`; touch {marker} && echo '\"$HOME\"'"
-    script = assignments({"ONE": hostile, "MANY": [hostile, "--flag", "a b"]})
-    script += 'printf "%s\\0" "${ONE}" "${MANY[@]}"'
-    result = subprocess.run(["bash", "-c", script], capture_output=True, check=True)
-    assert result.stdout.split(b"\0")[:-1] == [hostile.encode(), hostile.encode(), b"--flag", b"a b"]
-    assert not marker.exists()
 
 
 def test_local_servers_bind_to_loopback_by_default(tiny_model_path):

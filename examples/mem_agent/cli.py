@@ -4,10 +4,12 @@
     mem-agent prepare-data --help       one command's flags
     python -m mem_agent eval ...        the same, without the installed script
 
-Each command is a top-level module's `main(argv)`, which `python -m mem_agent.<module>` runs too;
-COMMANDS is the one list of them. A command's module is imported only when that command runs, so
-`mem-agent --help` imports none: argparse's subparsers would need every command's parser, and so
-every module and its imports, before any command could run (docs/architecture.md has the figures).
+Each command is a module's `main(argv)`, which `python -m <module>` runs too; COMMANDS is the one
+list of them. The launches (run-eval, convert-to-hf, prepare-eval-data, train) live in launch/; the
+scripts in examples/mem_agent/ run them, passing their arguments on. A command's module is imported
+only when that command runs, so `mem-agent --help` imports none: argparse's subparsers would need
+every command's parser, and so every module and its imports, before any command could run
+(docs/architecture.md has the figures).
 The one-line descriptions are the summary line of each module's docstring, read from its source
 without importing it (pydoc's `source_synopsis` rule; pydoc itself costs more to import than the
 whole help), so no second copy of them is kept here.
@@ -16,6 +18,7 @@ whole help), so no second copy of them is kept here.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,12 +39,17 @@ COMMANDS: dict[str, str] = {
     "view": "mem_agent.view",
     "compare": "mem_agent.compare",
     "train-summary": "mem_agent.train_summary",
+    "run-eval": "mem_agent.launch.evaluate",
+    "convert-to-hf": "mem_agent.launch.convert",
+    "prepare-eval-data": "mem_agent.launch.eval_data",
+    "train": "mem_agent.launch.train",
 }
+NEEDED = ("pydantic", "aiohttp", "orjson", "numpy", "tqdm")  # mem-agent's own packages, named when absent
 
 
 def summary(module: str) -> str:
     """The first line of the module's docstring: the module must start with it (a test keeps it so)."""
-    source = Path(__file__).with_name(f"{module.removeprefix('mem_agent.')}.py")
+    source = Path(__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
     with source.open(encoding="utf-8") as handle:
         first = handle.readline().strip()
     return first.removeprefix('"""').removesuffix('"""')
@@ -84,5 +92,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{program}: error: {given}; choose one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
     name, module = args[0], COMMANDS[args[0]]
+    try:
+        command = importlib.import_module(module)
+    except ModuleNotFoundError as error:  # a script's PYTHON without mem-agent's packages
+        absent = [name for name in NEEDED if importlib.util.find_spec(name) is None] or [str(error.name)]
+        print(
+            f"{program}: error: {sys.executable} cannot import {', '.join(absent)}: install mem-agent into it"
+            " (pip install -e <this repository>), or run bash scripts/bootstrap.sh and use its .venv",
+            file=sys.stderr,
+        )
+        return 2
     with dispatched_as(module, f"{program} {name}"):
-        return importlib.import_module(module).main(args[1:])
+        return command.main(args[1:])

@@ -1,21 +1,20 @@
 #!/usr/bin/env bash
 # RULER-HQA evaluation files: check which eval_<N>.json are in DATA_ROOT, and fetch or build the
 # missing ones. Every file is checked by the evaluator's own checker, streamed (an eval_6400.json is
-# ~450 MB). Every setting: --help.
+# ~450 MB). Every setting is a variable or a flag: --help.
 #
 #   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh              # check only
 #   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh --download   # from the Hugging Face Hub
 #   DATA_ROOT=data/ruler_hqa bash examples/mem_agent/prepare-eval-data.sh --build-from hotpot_dev_distractor_v1.json
 set -euo pipefail
 
-# The interpreter with mem-agent installed: the checkout's .venv (scripts/bootstrap.sh) when there.
-VENV=${VENV:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/.venv}
-[[ -n "${PYTHON:-}" || ! -x "${VENV}/bin/python" ]] || PYTHON=${VENV}/bin/python
-PYTHON=${PYTHON:-python3}
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
-launch_help prepare "$@"
-# One call: every setting checked at once (exit 2), then each length's file checked, the missing ones
-# downloaded (connect and read timeouts, a progress line) or built by mem_agent.build_long_context,
-# and the status table (exit 0: every length ready; 1: some are not).
-exec "${PYTHON}" -m mem_agent.launch prepare "$@"
+PYTHON=${PYTHON:-$(checkout_python)} # the interpreter with mem-agent installed
+require_python
+
+# One process, `mem-agent prepare-eval-data` (launch/eval_data.py): every setting checked at once
+# (exit 2), then each length's file checked, the missing ones downloaded (connect and read timeouts,
+# a progress line) or built by mem_agent.build_long_context, and the status table (exit 0: every
+# length ready; 1: some are not).
+exec "${PYTHON}" -m mem_agent prepare-eval-data "$@"

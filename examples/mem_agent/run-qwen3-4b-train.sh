@@ -12,12 +12,13 @@
 # enough where the checkout is on a shared file system).
 set -euo pipefail
 
-PYTHON=${PYTHON:-python3} # the trainer's interpreter (its own environment), with mem-agent installed
 # shellcheck source=examples/mem_agent/_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
+PYTHON=${PYTHON:-python3} # the trainer's interpreter (its own environment), with mem-agent installed
 require_python
+
 # Python does the whole launch: checks every setting at once (MEM_* included), prints what it will
 # run, then joins a cluster (JOIN=1), prints the commands (DRY_RUN=1), or starts the Ray head and
 # submits the job with the recipe's flags (launch/recipe.py). This process is the launch: stopping
 # it (Ctrl-C, SIGTERM, kill -9) stops the head it started unless KEEP_RAY=1.
-exec "${PYTHON}" -m mem_agent.launch train "$@"
+exec "${PYTHON}" -m mem_agent train "$@"

@@ -1,8 +1,8 @@
-"""What the shell scripts call: each script's settings, declared once and checked at once, and the
+"""What the shell scripts run: each script's settings, declared once and checked at once, and the
 orchestration of what they start (servers, the Ray head, the run-folder lock, stopping it all).
 
-A script (`examples/mem_agent/*.sh`) keeps its flag arrays and its launch, so that it reads like
-slime's; everything that decides is here. `python -m mem_agent.launch <script> ...` reads the
-script's settings from the environment, reports every problem in one message (exit 2), and prints
-the resolved values as shell assignments that the script evaluates.
+A script (`examples/mem_agent/*.sh`) finds the interpreter and `exec`s one `mem-agent` command
+(`run-eval`: evaluate.py, `convert-to-hf`: convert.py, `prepare-eval-data`: eval_data.py, `train`:
+train.py) with its arguments: its settings are flags or environment variables (script_settings.py),
+every problem is reported in one message (exit 2), and the job runs in that same process.
 """

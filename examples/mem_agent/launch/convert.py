@@ -1,6 +1,8 @@
-"""convert-to-hf.sh: Megatron checkpoints of a training run (SAVE_PATH/iter_XXXXXXX) to Hugging Face
-folders with the trainer's own converter. Python decides which iterations to convert; the script runs
-the converter for each.
+"""Convert a training run's Megatron checkpoints to Hugging Face folders, with the trainer's converter.
+
+`mem-agent convert-to-hf` (and convert-to-hf.sh, which runs it) converts SAVE_PATH/iter_XXXXXXX into
+OUT_ROOT/iter_XXXXXXX by the trainer's own tools/convert_torch_dist_to_hf.py, one child process per
+iteration, under the interpreter PYTHON names (the trainer's: torch and its requirements).
 
 An iteration whose output folder has a config.json is done: the converter copies config.json last,
 so its presence means the conversion finished. A folder without it (an interrupted conversion) is
@@ -10,18 +12,19 @@ converted again with --force; nothing else is ever overwritten.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from mem_agent.common.printable import printable
+from mem_agent.common.printable import printable, shell_line
 from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import Switch, help_text, read, script_main
-from mem_agent.launch.shell import Value
+from mem_agent.launch.script_settings import Command, read
 from mem_agent.launch.trainer_paths import TrainerPaths
-from mem_agent.settings.declared import setting
+from mem_agent.settings.declared import Switch, setting
 
 CONVERTER = "tools/convert_torch_dist_to_hf.py"
 _ITERATION = re.compile(r"^(?:iter_)?(\d+)$")
@@ -61,6 +64,7 @@ class Conversion:
     redo: list[str]
     skipped: list[str]
     vocab_size: int | None
+    python: str  # the converter's interpreter: PYTHON, else python3
 
 
 def plan_conversion(environ: Mapping[str, str], problems: Problems, prefix: str = "") -> Conversion:
@@ -85,7 +89,7 @@ def plan_conversion(environ: Mapping[str, str], problems: Problems, prefix: str 
     done = [name for name in iterations if (out_root / name / "config.json").is_file()]
     redo = [name for name in iterations if name not in done and (out_root / name).exists()]
     todo = [name for name in iterations if name not in done]
-    return Conversion(settings, todo, redo, done, vocab)
+    return Conversion(settings, todo, redo, done, vocab, environ.get("PYTHON", "").strip() or "python3")
 
 
 def _vocabulary(config_path: Path, problems: Problems) -> int | None:
@@ -129,43 +133,62 @@ def converted_path(environ: Mapping[str, str], problems: Problems) -> tuple[Conv
     return conversion, Path(conversion.settings.out_root) / name
 
 
-def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
+def _plan(environ: Mapping[str, str], problems: Problems) -> Conversion:
     conversion = plan_conversion(environ, problems)
-    settings = conversion.settings
-    problems.dry_run = settings.dry_run
+    problems.dry_run = conversion.settings.dry_run
+    out_root = Path(conversion.settings.out_root)
     for name in conversion.skipped:
-        print(
-            printable(f"skip {name}: {Path(settings.out_root) / name} is already converted (it has config.json)"),
-            file=sys.stderr,
-        )
+        print(printable(f"skip {name}: {out_root / name} is already converted (it has config.json)"), file=sys.stderr)
     for name in conversion.redo:
         print(
-            printable(f"redo {name}: {Path(settings.out_root) / name} has no config.json (an interrupted conversion)"),
-            file=sys.stderr,
+            printable(f"redo {name}: {out_root / name} has no config.json (an interrupted conversion)"), file=sys.stderr
         )
-    return {
-        "DRY_RUN": settings.dry_run,
-        "SAVE_PATH": settings.save_path,
-        "HF_CKPT": settings.hf_ckpt,
-        "OUT_ROOT": settings.out_root,
-        "TRAINER_ROOT": settings.trainer_root,
-        "MEGATRON_PATH": settings.megatron_path,
-        "CONVERTER": str(Path(settings.trainer_root) / CONVERTER),
-        "VOCAB_ARGS": ["--vocab-size", str(conversion.vocab_size)] if conversion.vocab_size else [],
-        "ITERATIONS": conversion.iterations,
-        "REDO": conversion.redo,
-        "SKIPPED": len(conversion.skipped),
-    }
+    return conversion
 
 
-def _help() -> str:
-    return help_text(
-        ConvertSettings,
-        "[VAR=value ...] bash examples/mem_agent/convert-to-hf.sh [-h | --help]",
-        __doc__ or "",
-        "PYTHON: the interpreter with torch and the trainer's requirements that runs the converter (default: python3).",
+def convert(conversion: Conversion, run: Callable[[Sequence[str]], int]) -> int:
+    """Each iteration's converter command through `run` (which runs it, or prints it in a dry run),
+    stopping at the first that fails; then one line of what was done."""
+    settings = conversion.settings
+    save, out_root = Path(settings.save_path), Path(settings.out_root)
+    converter = ["env", f"PYTHONPATH={settings.megatron_path}:{settings.trainer_root}", conversion.python]
+    converter += [str(Path(settings.trainer_root) / CONVERTER)]
+    vocab = ["--vocab-size", str(conversion.vocab_size)] if conversion.vocab_size else []
+    for name in conversion.iterations:
+        paths = ["--input-dir", str(save / name), "--output-dir", str(out_root / name), "--origin-hf-dir"]
+        force = ["--force"] if name in conversion.redo else []
+        if code := run([*converter, *paths, settings.hf_ckpt, *vocab, *force]):
+            return code
+    verb = "would convert" if settings.dry_run else "converted"
+    skipped = len(conversion.skipped)
+    print(
+        printable(f"{verb} {len(conversion.iterations)}, skipped {skipped} (already converted); outputs in {out_root}")
     )
+    return 0
 
 
-def main(argv: list[str], environ: Mapping[str, str]) -> int:
-    return script_main(argv, environ, help_page=_help, plan=_plan)
+def _run_or_print(conversion: Conversion) -> int:
+    def run(argv: Sequence[str]) -> int:
+        if conversion.settings.dry_run:
+            print(shell_line(argv))
+            return 0
+        return subprocess.run(argv, check=False).returncode
+
+    return convert(conversion, run)
+
+
+COMMAND = Command(
+    "mem_agent.launch.convert",
+    ConvertSettings,
+    "convert-to-hf.sh",
+    __doc__ or "",
+    "PYTHON: the interpreter with torch and the trainer's requirements that runs the converter (default: python3).",
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return COMMAND.run(argv, os.environ, _plan, _run_or_print)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -20,7 +20,7 @@ from mem_agent.common.jsonstream import iter_json_array
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.evaluation.suites.longbench import LONGBENCH
 from mem_agent.evaluation.suites.ruler import RULER
-from mem_agent.launch.convert import converted_path
+from mem_agent.launch.convert import Conversion, converted_path
 from mem_agent.launch.eval_settings import SERVER_KNOBS, EvalSettings, Mode, Suite, runs
 from mem_agent.launch.problems import Problems, port_in_use
 from mem_agent.launch.serving import GpuLayout
@@ -50,14 +50,18 @@ def node_gpus(settings: EvalSettings, environ: Mapping[str, str], problems: Prob
     return tuple(map(str, range(count))) if count else tuple(found)
 
 
-def model_folder(settings: EvalSettings, environ: Mapping[str, str], problems: Problems) -> str:
-    """MODEL_PATH, or with CONVERT=1 the folder the conversion writes (its checks are ours, prefixed)."""
+def model_folder(
+    settings: EvalSettings, environ: Mapping[str, str], problems: Problems
+) -> tuple[str, Conversion | None]:
+    """MODEL_PATH, or with CONVERT=1 the folder the conversion writes and the conversion (its checks
+    are ours, prefixed)."""
     if not settings.convert:
-        return settings.model_path
+        return settings.model_path, None
     if not environ.get("SINGLE_ITER", "").strip():
         problems.problem("CONVERT=1 needs SINGLE_ITER (the iteration to convert, e.g. 99)")
-        return ""
-    return str(converted_path(environ, problems)[1])
+        return "", None
+    conversion, folder = converted_path(environ, problems)
+    return str(folder), conversion
 
 
 def check_machine(settings: EvalSettings, mode: Mode, lengths: list[str], problems: Problems) -> None:

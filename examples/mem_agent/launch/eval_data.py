@@ -1,7 +1,6 @@
-"""prepare-eval-data.sh: which RULER-HQA eval files DATA_ROOT holds, and the missing ones fetched or built.
+"""Check which RULER-HQA eval files DATA_ROOT holds, and fetch or build the missing ones.
 
-    python -m mem_agent.launch prepare [--download | --build-from RAW.json]
-
+`mem-agent prepare-eval-data [--download | --build-from RAW.json]` (prepare-eval-data.sh runs it).
 Every setting is checked first (all problems in one message, exit 2). Then each eval_<N>.json of
 LENGTH is checked by the evaluator's own checker (evaluation/files.check_eval_file, streamed: an
 eval_6400.json is ~450 MB); the missing ones are downloaded from MemAgent's dataset on the Hub
@@ -47,9 +46,9 @@ from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.data.row_sources import HUB_ANSWER_S, HubFile, hub_file
 from mem_agent.evaluation.files import check_eval_file, file_sha256
 from mem_agent.launch.eval_settings import PAPER_HQA_LENGTHS, DocumentCounts
-from mem_agent.launch.problems import LaunchRefused, Problems, refusal_text
-from mem_agent.launch.script_settings import Switch, help_text, read
-from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
+from mem_agent.launch.problems import Problems
+from mem_agent.launch.script_settings import Command, read
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
 # The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download
 # script lists it (not yet checked against a download here: CORPUS_SHA256="" skips the check).
@@ -78,7 +77,7 @@ class PrepareSettings(BaseModel):
         env="LENGTHS",
         values='distinct positive integers, such as "50 200"',
     )
-    download: Switch = setting(False, "Fetch the missing files (as --download).", env="DOWNLOAD", section=HUB)
+    download: Switch = setting(False, "Fetch the missing files.", env="DOWNLOAD", section=HUB)
     hf_endpoint: str = setting("https://huggingface.co", "The Hub.", env="HF_ENDPOINT", section=HUB)
     hf_repo: str = setting(
         "BytedTsinghua-SIA/hotpotqa",
@@ -110,7 +109,7 @@ class PrepareSettings(BaseModel):
     )
     build_from: str = setting(
         "",
-        "Raw HotpotQA / 2WikiMultiHopQA rows to build the missing files from (as --build-from).",
+        "Raw HotpotQA / 2WikiMultiHopQA rows to build the missing files from.",
         env="BUILD_FROM",
         values="a file",
         section=BUILD,
@@ -120,6 +119,21 @@ class PrepareSettings(BaseModel):
     dry_run: Switch = setting(
         False, "Print what would be fetched or built; fetch and build nothing.", env="DRY_RUN", section="Other"
     )
+
+
+COMMAND = Command(
+    "mem_agent.launch.eval_data",
+    PrepareSettings,
+    "prepare-eval-data.sh",
+    "Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)"
+    " and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status"
+    " (present, missing, downloaded, built, invalid, download failed, build failed), item count and size."
+    " Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never"
+    " overwritten or deleted; a download is renamed into place only once it passed the check.",
+    "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
+    " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
+    " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
+)
 
 
 @dataclass
@@ -293,48 +307,18 @@ def _human(size: float) -> str:
     return f"{size:.1f}{units[0]}B" if units[0] and size < 10 else f"{size:.0f}{units[0]}B"
 
 
-def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    overrides = dict(environ)
-    words = list(argv)
-    while words:
-        word = words.pop(0)
-        if word in ("-h", "--help"):
-            print(_help())
-            return 0
-        if word == "--download":
-            overrides["DOWNLOAD"] = "1"
-        elif word == "--build-from" and words:
-            overrides["BUILD_FROM"] = words.pop(0)
-        else:
-            wrong = "--build-from needs a file" if word == "--build-from" else f"unknown argument {word!r} (see --help)"
-            print(f"error: {wrong}", file=sys.stderr)
-            return 2
-    problems = Problems()
+def _prepare(settings: PrepareSettings) -> int:
     try:
-        settings = plan(overrides, problems)
-        problems.raise_if_any()
-    except LaunchRefused as refused:
-        print(refusal_text(refused), file=sys.stderr)
-        return 2
-    try:
-        status = prepare(settings, (settings.lengths or settings.length).split(), environ)
+        status = prepare(settings, (settings.lengths or settings.length).split(), os.environ)
     except UsageError as error:  # a link, a FIFO or a hard link where a file is written
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 1 if print_table(Path(settings.data_root), status) else 0
 
 
-def _help() -> str:
-    return help_text(
-        PrepareSettings,
-        "[VAR=value ...] bash examples/mem_agent/prepare-eval-data.sh [--download | --build-from RAW.json]"
-        " [-h | --help]",
-        "Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)"
-        " and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status"
-        " (present, missing, downloaded, built, invalid, download failed, build failed), item count and size."
-        " Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never"
-        " overwritten or deleted; a download is renamed into place only once it passed the check.",
-        "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
-        " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
-        " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
-    )
+def main(argv: Sequence[str] | None = None) -> int:
+    return COMMAND.run(argv, os.environ, plan, _prepare)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

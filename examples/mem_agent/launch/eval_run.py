@@ -1,37 +1,35 @@
-"""run-eval.sh's launch: one process from the run folder's lock to the last process stopped.
+"""run-eval's launch: one process from the run folder's lock to the last process stopped.
 
-    python -m mem_agent.launch eval-run LAUNCH_ARGS... --serve SERVER... -- EVALUATOR...
-
-run-eval.sh `exec`s it once `python -m mem_agent.launch eval` has checked every setting and built
-the arrays (launch/evaluate.py), so the script's PID is this process and a signal sent to the
-script reaches it directly. It holds the run folder's lock for the whole run (common/run_folder.py;
-a second run is refused in one line naming the first's PID), converts first with CONVERT=1, makes
-the demo's data, starts what serves (GPU servers, vllm-router, or the CPU stack), waits for health,
-runs the evaluator, and stops every process group it started: at the end, on SIGTERM, SIGINT or
-SIGHUP (exit 128 + the signal), and, when it is killed with SIGKILL, through each group's tether.
-With nothing left to run it starts no server. With --dry-run it prints the commands instead.
+`mem-agent run-eval` (launch/evaluate.py) checks every setting and plans the run (`EvalPlan`), then
+runs it here in the same process; run-eval.sh `exec`s that command, so the script's PID is this
+process and a signal sent to the script reaches it directly. It holds the run folder's lock for the
+whole run (common/run_folder.py; a second run is refused in one line naming the first's PID),
+converts first with CONVERT=1, makes the demo's data, starts what serves (GPU servers, vllm-router,
+or the CPU stack), waits for health, runs the evaluator, and stops every process group it started:
+at the end, on SIGTERM, SIGINT or SIGHUP (exit 128 + the signal), and, when it is killed with
+SIGKILL, through each group's tether. With nothing left to run it starts no server. In a dry run it
+prints the commands instead.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from mem_agent.common.console import command_parser
 from mem_agent.common.guarded_files import check_outputs, open_lock
-from mem_agent.common.numbers import integer
 from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
-from mem_agent.common.usage import UsageError, split_command
+from mem_agent.common.usage import UsageError
+from mem_agent.launch.convert import Conversion, convert
+from mem_agent.launch.eval_settings import EvalSettings
 from mem_agent.launch.serving import CPU_STACK, GpuLayout, Group
 from mem_agent.serving.cpu_stack import STACK_LOGS
 from mem_agent.serving.processes import ManagedProcess, ServerStartError
 
-MEM_AGENT_DIR = Path(__file__).resolve().parents[1]
 SERVER_LOGS = "servers"  # the servers' logs, in the run folder
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -42,102 +40,92 @@ class _Signalled(Exception):
         self.number = number
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = command_parser(
-        "mem_agent.launch.eval_run", __doc__.splitlines()[0], prog="python -m mem_agent.launch eval-run"
-    )
-    parser.add_argument("--python", required=True, help="the interpreter of the commands run (run-eval.sh's PYTHON)")
-    parser.add_argument("--run-dir", required=True, help="OUTPUT_ROOT/SAVE_FILE: locked; server logs in servers/")
-    parser.add_argument("--serving", choices=["demo", "url", "gpu", "cpu"], required=True)
-    parser.add_argument("--left-to-run", default="?", help="items without a result; 0: nothing is served")
-    parser.add_argument("--serve-timeout", type=integer(1), required=True, help="seconds to wait for health")
-    parser.add_argument("--stop-timeout", type=integer(1), required=True, help="seconds from SIGTERM to SIGKILL")
-    parser.add_argument("--dry-run", action="store_true", help="print the commands, start nothing")
-    parser.add_argument("--convert", metavar="SINGLE_ITER", help="run convert-to-hf.sh for this iteration first")
-    parser.add_argument("--url", help="--serving url: the running server or router")
-    parser.add_argument("--model", help="--serving cpu: the model folder the CPU stack serves")
-    parser.add_argument("--demo-questions", type=integer(1), help="--serving demo: synthetic questions per length")
-    parser.add_argument("--demo-lengths", nargs="+", default=[], help="--serving demo: the document counts")
-    parser.add_argument("--gpus", default="", help="--serving gpu: the node's GPUs, comma-separated")
-    parser.add_argument("--dp", type=integer(1), default=1)
-    parser.add_argument("--tp", type=integer(1), default=1)
-    parser.add_argument("--dp-mode", choices=["vllm", "router"], default="vllm")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=integer(1, 65535), default=8000)
-    parser.add_argument("--health-interval", type=integer(1), default=5)
-    parser.add_argument("--router", default="vllm-router", help="the vllm-router binary (DP_MODE=router)")
-    return parser
+@dataclass(frozen=True)
+class EvalPlan:
+    """A checked run: its settings, and the commands and layout launch/evaluate.py built from them."""
+
+    settings: EvalSettings
+    python: str  # the interpreter of the commands run (run-eval.sh's PYTHON)
+    run_dir: str  # OUTPUT_ROOT/SAVE_FILE: locked; server logs in servers/
+    serving: str  # demo, url, gpu or cpu
+    left_to_run: int | None  # items without a result (None: unknown); 0: nothing is served
+    evaluate: list[str]  # the evaluator's command, less --url
+    serve: list[str]  # every replica's server command, less its GPUs and port
+    model: str = ""  # serving cpu: the model folder the CPU stack serves
+    demo_lengths: tuple[str, ...] = ()
+    layout: GpuLayout | None = None  # serving gpu
+    router: str = ""  # the vllm-router binary (DP_MODE=router)
+    conversion: Conversion | None = None  # CONVERT=1: converted first
 
 
 class _Launch:
-    def __init__(self, args: argparse.Namespace, serve: list[str], evaluate: list[str]) -> None:
-        self.args, self.serve, self.evaluate = args, serve, evaluate
-        self.group = Group(args.stop_timeout)
+    def __init__(self, plan: EvalPlan) -> None:
+        self.plan, self.settings = plan, plan.settings
+        self.group = Group(plan.settings.serve_stop_timeout)
         self.lock: tuple[int, ...] = ()  # the run folder's lock, kept by the evaluator (and the stack running it)
 
     def execute(self) -> int:
-        args = self.args
-        if args.convert is not None:
-            convert = ["env", f"SINGLE_ITER={args.convert}", "bash", str(MEM_AGENT_DIR / "convert-to-hf.sh")]
-            if code := self._run("convert", convert):
+        plan = self.plan
+        if plan.conversion is not None:
+            if code := convert(plan.conversion, lambda argv: self._run("convert", argv)):
                 return code
-        elif args.left_to_run == "0":
-            print(printable(f"nothing left to run in {args.run_dir}: every item has a result, so no server is started"))
-            return self._run("evaluator", self.evaluate, locked=True)
-        serve = {"demo": self._demo, "url": self._url, "gpu": self._gpus, "cpu": self._cpu}[args.serving]
+        elif plan.left_to_run == 0:
+            print(printable(f"nothing left to run in {plan.run_dir}: every item has a result, so no server is started"))
+            return self._run("evaluator", plan.evaluate, locked=True)
+        serve = {"demo": self._demo, "url": self._url, "gpu": self._gpus, "cpu": self._cpu}[plan.serving]
         return serve()
 
     def _run(self, name: str, argv: Sequence[str], *, locked: bool = False) -> int:
-        if self.args.dry_run:
+        if self.settings.dry_run:
             print(shell_line(argv))
             return 0
         return self.group.run(name, argv, self.lock if locked else ())
 
     def _start(self, name: str, argv: Sequence[str]) -> ManagedProcess | None:
-        if self.args.dry_run:
+        if self.settings.dry_run:
             print(shell_line(argv))
             return None
-        log = Path(self.args.run_dir) / SERVER_LOGS / f"{name}.log"
-        process = self.group.start(name, argv, log, log_root=Path(self.args.run_dir))
+        log = Path(self.plan.run_dir) / SERVER_LOGS / f"{name}.log"
+        process = self.group.start(name, argv, log, log_root=Path(self.plan.run_dir))
         print(printable(f"started {name} (pid {process.pid}, log {log})"))
         return process
 
     def _healthy(self, process: ManagedProcess | None, url: str) -> None:
         if process is not None:
-            self.group.wait_healthy(process, url, self.args.serve_timeout, self.args.health_interval)
+            self.group.wait_healthy(process, url, self.settings.serve_timeout, self.settings.health_interval)
 
     def _url(self) -> int:
-        return self._run("evaluator", [*self.evaluate, "--url", self.args.url], locked=True)
+        return self._run("evaluator", [*self.plan.evaluate, "--url", self.settings.url], locked=True)
 
     def _gpus(self) -> int:
-        args = self.args
-        layout = GpuLayout(tuple(args.gpus.split(",")), args.dp, args.tp, args.dp_mode, args.host, args.port)
-        if args.dry_run:
+        layout = self.plan.layout
+        assert layout is not None, "serving gpu has a layout"
+        if self.settings.dry_run:
             print(printable(f"dry run: {layout.describe()}"))
-        started = [(r, self._start(r.name, layout.server_command(r, self.serve))) for r in layout.replicas()]
+        started = [(r, self._start(r.name, layout.server_command(r, self.plan.serve))) for r in layout.replicas()]
         for replica, process in started:
-            self._healthy(process, replica.url(args.host))
+            self._healthy(process, replica.url(layout.host))
         if layout.behind_router:
-            self._healthy(self._start("vllm_router", layout.router_command(args.router)), layout.url)
-        return self._run("evaluator", [*self.evaluate, "--url", layout.url], locked=True)
+            self._healthy(self._start("vllm_router", layout.router_command(self.plan.router)), layout.url)
+        return self._run("evaluator", [*self.plan.evaluate, "--url", layout.url], locked=True)
 
     def _cpu(self) -> int:
-        print(printable(f"no GPU found: serving {self.args.model} with vLLM's CPU build (slow beyond small models)"))
-        return self._cpu_stack(["--model", self.args.model])
+        print(printable(f"no GPU found: serving {self.plan.model} with vLLM's CPU build (slow beyond small models)"))
+        return self._cpu_stack(["--model", self.plan.model])
 
     def _cpu_stack(self, model: list[str]) -> int:
         """The local stack (vLLM's CPU build behind vllm-router) runs the evaluator with the stack's
         MEM_ROUTER_URL and MEM_MODEL_PATH, its defaults for --url and --tokenizer, and stops both after."""
-        timeout = ["--start-timeout", str(self.args.serve_timeout)]
-        servers = Path(self.args.run_dir) / SERVER_LOGS
-        if not self.args.dry_run:  # the stack writes its logs where it is told: no link on the way there
-            check_outputs([servers / name for name in STACK_LOGS], root=Path(self.args.run_dir))
-        stack = [self.args.python, *CPU_STACK, "exec", *model, "--run-dir", str(servers), *timeout]
-        return self._run("local_stack", [*stack, "--", *self.evaluate], locked=True)
+        timeout = ["--start-timeout", str(self.settings.serve_timeout)]
+        servers = Path(self.plan.run_dir) / SERVER_LOGS
+        if not self.settings.dry_run:  # the stack writes its logs where it is told: no link on the way there
+            check_outputs([servers / name for name in STACK_LOGS], root=Path(self.plan.run_dir))
+        stack = [self.plan.python, *CPU_STACK, "exec", *model, "--run-dir", str(servers), *timeout]
+        return self._run("local_stack", [*stack, "--", *self.plan.evaluate], locked=True)
 
     def _demo(self) -> int:
-        args, python = self.args, self.args.python
-        data, questions = f"{args.run_dir}/data", args.demo_questions
+        python, lengths = self.plan.python, self.plan.demo_lengths
+        data, questions = f"{self.plan.run_dir}/data", self.settings.demo_questions
         print("demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)")
         raw = f"{data}/synthetic_qa.json"
         if Path(raw).is_file():
@@ -147,8 +135,8 @@ class _Launch:
             [python, "-m", "mem_agent.synthetic_qa", "--out", raw, "--num-questions", str(4 * questions)],
         ):
             return code
-        reuse = [n for n in args.demo_lengths if Path(data, f"eval_{n}.json").is_file()]
-        build = [n for n in args.demo_lengths if n not in reuse]
+        reuse = [n for n in lengths if Path(data, f"eval_{n}.json").is_file()]
+        build = [n for n in lengths if n not in reuse]
         if reuse:
             print(
                 printable(
@@ -157,42 +145,26 @@ class _Launch:
             )
         if build:
             # text layout at every length: the demo's synthetic set is too small a corpus for index files
-            builder = [
-                python,
-                "-m",
-                "mem_agent.build_long_context",
-                "--input",
-                raw,
-                "--layout",
-                "text",
-                "--num-docs",
-                *build,
-            ]
-            if code := self._run(
-                "build_long_context", [*builder, "--num-questions", str(questions), "--out-dir", data]
-            ):
+            builder = [python, "-m", "mem_agent.build_long_context", "--input", raw, "--layout", "text"]
+            builder += ["--num-docs", *build, "--num-questions", str(questions), "--out-dir", data]
+            if code := self._run("build_long_context", builder):
                 return code
         return self._cpu_stack([])
 
 
-def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
-    words, evaluate = split_command(argv)
-    ours, serve = (
-        (words[: words.index("--serve")], words[words.index("--serve") + 1 :]) if "--serve" in words else (words, [])
-    )
-    args = build_parser().parse_args(ours)
-    if not evaluate:
-        print("error: no evaluator command: give it after --", file=sys.stderr)
-        return 2
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # ours and the children's lines in order
-    launch = _Launch(args, serve, evaluate)
-    if args.dry_run:
-        return launch.execute()
+def launch(plan: EvalPlan) -> int:
+    """Run `plan`: under the run folder's lock, every group it starts stopped at the end or on a signal."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # a test's stand-in stdout may have none
+    if reconfigure is not None:
+        reconfigure(line_buffering=True)  # ours and the children's lines in order
+    run = _Launch(plan)
+    if plan.settings.dry_run:
+        return run.execute()
     for number in _STOP_SIGNALS:
         signal.signal(number, _raise_signalled)
     try:
-        launch.lock = (_hold_run_folder(Path(args.run_dir)),)
-        return launch.execute()
+        run.lock = (_hold_run_folder(Path(plan.run_dir)),)
+        return run.execute()
     except UsageError as error:  # a held folder, a lock that is a link
         print(printable(f"error: {error}"), file=sys.stderr)
         return 2
@@ -202,7 +174,7 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     except _Signalled as signalled:
         return 128 + signalled.number
     finally:
-        launch.group.stop()
+        run.group.stop()
 
 
 def _hold_run_folder(folder: Path) -> int:

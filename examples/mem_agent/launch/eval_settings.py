@@ -27,9 +27,8 @@ from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import Switch
 from mem_agent.launch.serving import CPU_STACK_MODULE
-from mem_agent.settings.declared import ENV_MODEL_CONFIG, setting
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
 # LENGTH's default: the lengths of MemAgent's RULER-HQA table (7K to 900K tokens); the suite itself
 # (evaluation/suites/ruler_hqa.RULER_HQA_LENGTHS) also knows the over-1M files, 12800 and 25600.

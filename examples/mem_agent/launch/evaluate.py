@@ -1,16 +1,16 @@
-"""run-eval.sh: every setting checked at once, and the evaluation's launch planned.
+"""Evaluate a memory agent: every setting checked at once, the model served, the evaluator run.
 
-`python -m mem_agent.launch eval` reads the settings (launch/eval_settings.py), finds the node's GPUs
-(or previews NUM_GPUS in a dry run) and checks what the mode needs (launch/eval_checks.py). It builds
-the evaluator's flags and checks them with the evaluator's own parser and validation, in-process
-(evaluation/run_plan.py), which also counts the items left to run: with none left, nothing is
-served. It prints the flag arrays the script runs: DATA_ARGS and AGENT_ARGS (the evaluator's),
-SERVE_ARGS (every vLLM replica's) and LAUNCH_ARGS (the launch's own, launch/eval_run.py).
+`mem-agent run-eval` (run-eval.sh runs it) reads the settings (launch/eval_settings.py), finds the
+node's GPUs (or previews NUM_GPUS in a dry run) and checks what the mode needs (launch/eval_checks.py).
+It builds the evaluator's flags and checks them with the evaluator's own parser and validation,
+in-process (evaluation/run_plan.py), which also counts the items left to run: with none left,
+nothing is served. The plan it makes (`EvalPlan`: the evaluator's and the servers' commands, the GPU
+layout) is run in this same process by launch/eval_run.py.
 """
 
 from __future__ import annotations
 
-import contextlib
+import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -28,14 +28,30 @@ from mem_agent.launch.eval_checks import (
     model_folder,
     node_gpus,
 )
+from mem_agent.launch.eval_run import EvalPlan, launch
 from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder, runs
 from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import help_text, read, script_main
-from mem_agent.launch.serving import GpuLayout
-from mem_agent.launch.shell import Value
+from mem_agent.launch.script_settings import Command, read
+from mem_agent.launch.serving import VLLM_SERVER, GpuLayout
+
+COMMAND = Command(
+    "mem_agent.launch.evaluate",
+    EvalSettings,
+    "run-eval.sh",
+    "RULER-HQA evaluation of a memory agent (SUITE=ruler: RULER's general tasks; all: both, one summary.json):"
+    " every setting is checked before anything starts, all problems in one message; a setting the chosen mode"
+    " does not use is one of them (DATA_ROOT in the demo, TP with URL)."
+    " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
+    "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
+    " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"
+    " anything starts; a rerun with nothing left to run starts no server, and one with other LENGTH values keeps"
+    " the earlier lengths in summary.json and the plot. PYTHON: the interpreter of every command run, with"
+    " mem-agent installed (run-eval.sh's default: VENV/bin/python, VENV defaulting to the checkout's .venv made"
+    " by scripts/bootstrap.sh; else python3; mem-agent run-eval's: its own).",
+)
 
 
-def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
+def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
     settings = read(EvalSettings, environ, problems)
     problems.dry_run = settings.dry_run
     mode = settings.mode()
@@ -47,46 +63,53 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> dict[str, Value]:
             f"{run_dir} is a symbolic link: a run writes only inside OUTPUT_ROOT; choose another SAVE_FILE"
         )
     lengths = document_counts(settings, environ)
-    model = model_folder(settings, environ, problems)
+    model, conversion = model_folder(settings, environ, problems)
     check_machine(settings, mode, lengths, problems)
     layout = GpuLayout(gpus, settings.dp, settings.tp, settings.dp_mode.value, settings.host, settings.port)
     router = check_layout(settings, layout, problems) if gpus else ""
     data_root = f"{run_dir}/data" if mode is Mode.DEMO else settings.data_root
     if mode is Mode.DEMO:
         check_demo_data(Path(data_root), lengths, settings.demo_questions, problems)
-    data_args = ["--output-dir", run_dir]
+    data_args = _data_args(settings, run_dir, data_root, lengths)
+    agent_args, owners = _agent_args(settings, environ, bool(gpus), model)
+    extra = settings.extra_eval_args.split()
+    url = settings.url or (layout.url if gpus else "")
+    left = _check_evaluator([*data_args, *agent_args, *(["--url", url] if url else [])], extra, owners, problems)
+    python = environ.get("PYTHON", "").strip() or sys.executable  # run-eval.sh's, as the user set it
+    serve = [python, *VLLM_SERVER, "--model", model, "--host", settings.host]
+    serve += ["--tensor-parallel-size", str(settings.tp), *settings.extra_serve_args.split()]
+    return EvalPlan(
+        settings=settings,
+        python=python,
+        run_dir=run_dir,
+        serving="gpu" if gpus else "cpu" if mode is Mode.SERVE else mode.value,
+        left_to_run=left,
+        evaluate=[python, "-m", "mem_agent.eval_ruler_hqa", *data_args, *agent_args, *extra],
+        serve=serve,
+        model=model,
+        demo_lengths=tuple(lengths) if mode is Mode.DEMO else (),
+        layout=layout if gpus else None,
+        router=router,
+        conversion=conversion,
+    )
+
+
+def _data_args(settings: EvalSettings, run_dir: str, data_root: str, lengths: list[str]) -> list[str]:
+    """The evaluator's data and output flags: the run folder, and each suite's files."""
+    args = ["--output-dir", run_dir]
     if runs(settings, Suite.HQA):
-        data_args += ["--data-root", data_root, "--lengths", *lengths]
+        args += ["--data-root", data_root, "--lengths", *lengths]
     if runs(settings, Suite.RULER):
-        data_args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
-        data_args += ["--ruler-lengths", *settings.ruler_lengths.split()]
+        args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
+        args += ["--ruler-lengths", *settings.ruler_lengths.split()]
     if runs(settings, Suite.LONGBENCH):
-        data_args += [
+        args += [
             "--longbench-root",
             settings.longbench_root,
             "--longbench-tasks",
             *settings.longbench_tasks.split(),
         ]
-    agent_args, owners = _agent_args(settings, environ, bool(gpus), model)
-    extra = settings.extra_eval_args.split()
-    url = settings.url or (layout.url if gpus else "")
-    left = _check_evaluator([*data_args, *agent_args, *(["--url", url] if url else [])], extra, owners, problems)
-    serving = "gpu" if gpus else "cpu" if mode is Mode.SERVE else mode.value
-    launch = ["--run-dir", run_dir, "--serving", serving, "--left-to-run", "?" if left is None else str(left)]
-    launch += ["--serve-timeout", str(settings.serve_timeout), "--stop-timeout", str(settings.serve_stop_timeout)]
-    launch += ["--dry-run"] if settings.dry_run else []
-    launch += ["--convert", environ["SINGLE_ITER"].strip()] if settings.convert and model else []
-    demo = ["--demo-questions", str(settings.demo_questions), "--demo-lengths", *lengths]
-    launch += {Mode.URL: ["--url", url], Mode.DEMO: demo}.get(mode, [])
-    if mode is Mode.SERVE:
-        launch += _gpu_launch(settings, layout, router) if gpus else ["--model", model]
-    serve = ["--model", model, "--host", settings.host, "--tensor-parallel-size", str(settings.tp)]
-    return {
-        "DATA_ARGS": data_args,
-        "AGENT_ARGS": [*agent_args, *extra],
-        "SERVE_ARGS": [*serve, *settings.extra_serve_args.split()],
-        "LAUNCH_ARGS": launch,
-    }
+    return args
 
 
 def _agent_args(
@@ -130,10 +153,7 @@ def _check_evaluator(own: list[str], extra: list[str], owners: dict[str, str], p
             refused = {flag for flag in owners if any(_mentions(problem, flag) for problem in error.problems)}
             request = parse_request(_without(own, refused), raising=True)
         arguments = check_arguments(request)
-        if problems.found:
-            return None
-        with contextlib.redirect_stdout(sys.stderr):  # its notes are for a person: stdout holds only assignments
-            return left_to_run(request, arguments)
+        return None if problems.found else left_to_run(request, arguments)
     except (UsageError, ValueError) as error:
         if not problems.found or str(error) not in problems.found[-1]:  # not the parser's mistake once more
             _report(error, owners, extra, problems)
@@ -171,29 +191,9 @@ def _mentions(text: str, flag: str) -> bool:
     return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
 
 
-def _gpu_launch(settings: EvalSettings, layout: GpuLayout, router: str) -> list[str]:
-    launch = ["--gpus", ",".join(layout.gpus), "--dp", str(settings.dp), "--tp", str(settings.tp)]
-    launch += ["--dp-mode", layout.dp_mode, "--host", settings.host, "--port", str(settings.port)]
-    launch += ["--health-interval", str(settings.health_interval)]
-    return [*launch, "--router", router] if router else launch
+def main(argv: Sequence[str] | None = None) -> int:
+    return COMMAND.run(argv, os.environ, _plan, launch)
 
 
-def _help() -> str:
-    return help_text(
-        EvalSettings,
-        "[VAR=value ...] bash examples/mem_agent/run-eval.sh [-h | --help]",
-        "RULER-HQA evaluation of a memory agent (SUITE=ruler: RULER's general tasks; all: both, one summary.json):"
-        " every setting is checked before anything starts, all problems in one message; a setting the chosen mode"
-        " does not use is one of them (DATA_ROOT in the demo, TP with URL)."
-        " Then the model is served (or the demo's tiny Qwen3), evaluated, and every process started is stopped.",
-        "MEM_* agent settings (chunk size, memory size, ...) are read by the evaluator itself (docs/settings.md)."
-        " Server logs go to OUTPUT_ROOT/SAVE_FILE/servers/. Every eval file of every LENGTH is read in full before"
-        " anything starts; a rerun with nothing left to run starts no server, and one with other LENGTH values keeps"
-        " the earlier lengths in summary.json and the plot. PYTHON: the interpreter with mem-agent installed"
-        " (default: VENV/bin/python, VENV defaulting to the checkout's .venv made by scripts/bootstrap.sh; else"
-        " python3).",
-    )
-
-
-def main(argv: list[str], environ: Mapping[str, str]) -> int:
-    return script_main(argv, environ, help_page=_help, plan=_plan)
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,14 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from mem_agent.common.printable import printable
-
-
-class LaunchRefused(Exception):
-    """The launch cannot start; `problems` says why, one line each."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
+from mem_agent.common.usage import UsageError
 
 
 @dataclass
@@ -73,7 +66,7 @@ class Problems:
                 print(f"  - {printable(text)}", file=out)
             self.warnings = []
         if self.found:
-            raise LaunchRefused(self.found)
+            raise UsageError(self.found)
 
 
 def port_in_use(port: int) -> bool:
@@ -97,7 +90,7 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def refusal_text(refused: LaunchRefused) -> str:
+def refusal_text(refused: UsageError) -> str:
     lines = [f"error: cannot start, {len(refused.problems)} problem(s):"]
     lines += [f"  - {printable(text)}" for text in refused.problems]
     lines.append("nothing was started; see --help for every setting")

@@ -18,14 +18,14 @@ import shlex
 import shutil
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from mem_agent.launch.problems import LaunchRefused, Problems, port_in_use, refusal_text
+from mem_agent.launch.problems import Problems, port_in_use
 from mem_agent.launch.ray_job import job_api_answers, run_job
 from mem_agent.launch.recipe import recipe
-from mem_agent.launch.script_settings import help_text, read
+from mem_agent.launch.script_settings import Command, read
 from mem_agent.launch.train_plan import (
     Schedule,
     TrainPlan,
@@ -230,7 +230,7 @@ def _about(problem: str, names: tuple[str, ...]) -> bool:
 
 def checked_plan(environ: Mapping[str, str], out: TextIO = sys.stderr) -> TrainPlan:
     """The plan once every check passed (JOIN=1: what joining needs); the warnings to `out`, then
-    LaunchRefused with every problem."""
+    a UsageError with every problem."""
     problems = Problems(dry_run=environ.get("DRY_RUN", "").strip() == "1")
     join = environ.get("JOIN", "").strip() == "1"
     plan = plan_training(environ, problems, machine=not join)
@@ -246,34 +246,28 @@ def checked_plan(environ: Mapping[str, str], out: TextIO = sys.stderr) -> TrainP
     return plan
 
 
-def _help() -> str:
-    return help_text(
-        TrainSettings,
-        "[VAR=value ...] bash examples/mem_agent/run-qwen3-4b-train.sh [-h | --help]",
-        "GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout): check"
-        " every setting, start a Ray head on this node, submit the trainer's train.py with the mem_agent hooks,"
-        " and stop only the Ray head this script started.",
-        "MEM_* agent settings (docs/settings.md) are checked here and sent to every worker only when set; every"
-        " one the job gets, set or defaulted, is printed before it starts. WANDB_API_KEY is read by the workers"
-        " from the environment of `ray start` on each node, never put on a command line. PYTHON: the trainer's"
-        " interpreter, with mem-agent installed (default: python3). Every problem is reported at once, before"
-        " anything starts; a setting the chosen mode does not use is one (e.g. EVAL_INTERVAL without EVAL_DATA).",
-    )
+TRAIN = Command(
+    "mem_agent.launch.train",
+    TrainSettings,
+    "run-qwen3-4b-train.sh",
+    "GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout): check"
+    " every setting, start a Ray head on this node, submit the trainer's train.py with the mem_agent hooks,"
+    " and stop only the Ray head this script started.",
+    "MEM_* agent settings (docs/settings.md) are checked here and sent to every worker only when set; every"
+    " one the job gets, set or defaulted, is printed before it starts. WANDB_API_KEY is read by the workers"
+    " from the environment of `ray start` on each node, never put on a command line. PYTHON: the trainer's"
+    " interpreter, with mem-agent installed (default: python3). Every problem is reported at once, before"
+    " anything starts; a setting the chosen mode does not use is one (e.g. EVAL_INTERVAL without EVAL_DATA).",
+)
 
 
-def main(argv: list[str], environ: Mapping[str, str]) -> int:
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] = os.environ) -> int:
     """--help; or every check, the summary, then the join, the dry run's commands or the launch."""
-    if argv[:1] in (["-h"], ["--help"]):
-        print(_help())
-        return 0
-    if argv:
-        print(f"error: unknown argument {argv[0]!r} (settings are environment variables; see --help)", file=sys.stderr)
-        return 2
-    try:
-        plan = checked_plan(environ)
-    except LaunchRefused as refused:
-        print(refusal_text(refused), file=sys.stderr)
-        return 2
+    return TRAIN.run(argv, environ, lambda given, problems: (checked_plan(given), given), _launch)
+
+
+def _launch(planned: tuple[TrainPlan, Mapping[str, str]]) -> int:
+    plan, environ = planned
     s = plan.settings
     if s.join:
         print_join_line(s)
@@ -301,3 +295,7 @@ def main(argv: list[str], environ: Mapping[str, str]) -> int:
         start_timeout=s.ray_start_timeout,
         stop_timeout=s.ray_stop_timeout,
     )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,9 +8,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from mem_agent.launch.script_settings import Switch
 from mem_agent.launch.trainer_paths import PATHS, TrainingPaths
-from mem_agent.settings.declared import setting
+from mem_agent.settings.declared import Switch, setting
 
 RECIPE = "Recipe (MemAgent's GRPO; docs/training.md's recipe table gives each value's source)"
 EVALUATION = "Evaluation during training (off unless EVAL_DATA is set)"

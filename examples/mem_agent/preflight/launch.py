@@ -21,7 +21,6 @@ from pathlib import Path
 from mem_agent.common.guarded_files import write_text_atomic
 from mem_agent.common.printable import printable
 from mem_agent.common.usage import UsageError
-from mem_agent.launch.problems import LaunchRefused
 from mem_agent.launch.recipe import Group, recipe
 from mem_agent.launch.train import checked_plan
 
@@ -81,7 +80,7 @@ def read_launch(root: Path, host: str, *, hf_checkpoint: str, prompts: Path, wor
         env.pop(name, None)  # the preflight's own schedule: one rollout, GLOBAL_BATCH_SIZE set above
     try:
         plan = checked_plan(env, out=io.StringIO())  # a dry run's warnings are about a real run
-    except LaunchRefused as refused:
+    except UsageError as refused:
         raise UsageError(f"the launch refuses these settings: {'; '.join(map(printable, refused.problems))}") from None
     stand_ins = (
         "the Megatron-LM checkout (an empty scratch folder on the job's PYTHONPATH)",
