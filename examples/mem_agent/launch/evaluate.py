@@ -123,7 +123,7 @@ def _agent_args(
     args = [] if "protocol" in given else ["--protocol", "vllm" if on_cpu_stack else settings.protocol]
     owners = {}
     for field in fields(EvalRequest):
-        if field.metadata["env"] and field.name in given:
+        if field.metadata["env"] and field.metadata["launch_default"] is None and field.name in given:
             value = getattr(settings, field.name)
             args += [flag_name(field), value]
             owners[flag_name(field)] = f"{field.metadata['env']}={value}"
