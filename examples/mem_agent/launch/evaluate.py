@@ -103,12 +103,7 @@ def _data_args(settings: EvalSettings, run_dir: str, data_root: str, lengths: li
         args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
         args += ["--ruler-lengths", *settings.ruler_lengths.split()]
     if runs(settings, Suite.LONGBENCH):
-        args += [
-            "--longbench-root",
-            settings.longbench_root,
-            "--longbench-tasks",
-            *settings.longbench_tasks.split(),
-        ]
+        args += ["--longbench-root", settings.longbench_root, "--longbench-tasks", *settings.longbench_tasks.split()]
     return args
 
 
