@@ -15,14 +15,17 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
+from mem_agent.common.console import flag_name
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.evaluation.files import check_eval_file
+from mem_agent.evaluation.request import EvalRequest
 from support.hub_standin import HubStandin, hub_standin
 from support.scripts import (
     PROJECT_ROOT,
@@ -71,6 +74,19 @@ def test_scripts_are_executable_and_the_sourced_common_file_is_not(script):
 def test_every_script_explains_itself(script):
     result = run_script(script, {}, "--help")
     assert result.returncode == 0 and result.stdout.startswith("usage:"), result.stderr
+
+
+def test_run_eval_help_lists_each_evaluator_flag_that_names_a_variable_with_the_launchs_default():
+    """run-eval.sh's knobs of the evaluator's flags are made from the flags' fields (evaluation/request.py):
+    a field that names a variable is a setting, shown with its flag and run-eval.sh's default."""
+    text = " ".join(run_script(RUN_EVAL, {}, "--help").stdout.split())
+    for field in fields(EvalRequest):
+        if field.metadata["env"]:
+            launch_default = field.metadata["launch_default"]
+            default = field.default if launch_default is None else launch_default
+            shown = "none" if default is None else default
+            assert f"{field.metadata['env']} {flag_name(field)}: " in text, field.name
+            assert f"default: {shown})" in text, field.name
 
 
 @pytest.mark.parametrize(

@@ -68,12 +68,19 @@ def command_parser(
 
 
 def flag(
-    default: Any = None, help: str = "", *, factory: Callable[[], Any] | None = None, env: str = "", **options: Any
+    default: Any = None,
+    help: str = "",
+    *,
+    factory: Callable[[], Any] | None = None,
+    env: str = "",
+    launch_default: str | None = None,
+    **options: Any,
 ) -> Any:
     """A dataclass field that is the flag `--field-name`: its default (`factory`: one read as the parser is
     made, from the environment), its help and argparse's `options` (type, choices, nargs, action, metavar).
-    `env`: the variable a launch script sets it by (run-eval.sh's CONCURRENCY)."""
-    metadata = {"help": help, "env": env, "options": options}
+    `env`: the variable a launch script sets it by (run-eval.sh's CONCURRENCY); `launch_default`: the
+    script's value where it always passes the flag and its default is not the command's (RULER_SPLITS)."""
+    metadata = {"help": help, "env": env, "launch_default": launch_default, "options": options}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

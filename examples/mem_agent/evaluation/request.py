@@ -2,7 +2,8 @@
 
 Each field of EvalRequest is a flag (common/console.flag: its type and bounds, default, help), the
 ones shared with run_document among them (inference/agent_flags.py); `build_parser` makes the flags
-from the fields. A field run-eval.sh sets by a variable names it (`env`: PROTOCOL, CONCURRENCY, ...),
+from the fields. A field run-eval.sh sets by a variable names it (`env`: PROTOCOL, RULER_SPLITS, ...),
+with run-eval.sh's own default where it always passes the flag (`launch_default`: the suites' files),
 and run-eval.sh's settings take those from here (launch/eval_settings.py). The command
 (`mem_agent.eval_ruler_hqa`) parses its own argument vector with the parser, and run-eval.sh's launch
 (launch/evaluate.py) parses the vector it is about to run with it, in-process, so both refuse the
@@ -15,14 +16,19 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mem_agent.agent.direct_reading import DIRECT_MODE
 from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
-from mem_agent.agent.ruler_scoring import RULER_SPLITS
+from mem_agent.agent.ruler_scoring import MEMAGENT_SPLITS, RULER_LENGTHS, RULER_SPLITS
 from mem_agent.common.console import add_flags, command_parser, flag, parsed
 from mem_agent.common.numbers import integer
 from mem_agent.inference.agent_flags import AgentFlags, SamplingFlags, ServerFlags, url_flag
 from mem_agent.settings.config import AgentMode
+
+# run-eval.sh's LENGTH: the lengths of MemAgent's RULER-HQA table (7K to 900K tokens); the suite itself
+# (evaluation/suites/ruler_hqa.RULER_HQA_LENGTHS) also knows the over-1M files, 12800 and 25600.
+PAPER_HQA_LENGTHS = "50 100 200 400 800 1600 3200 6400"
 
 
 @dataclass(frozen=True)
@@ -44,12 +50,19 @@ WINDOW_PRESETS = {
 }
 
 
+def _root(help: str, env: str, launch_default: str) -> Any:
+    """A folder of a suite's files, which run-eval.sh always names: `env`, else `launch_default`."""
+    return flag(None, help, type=Path, env=env, launch_default=launch_default)
+
+
 @dataclass(frozen=True)
 class _Files:
     """What to evaluate, and where the results go."""
 
     data: tuple[Path, ...] = flag((), "eval files to run (any RULER-HQA-shaped JSON)", type=Path, nargs="*")
-    data_root: Path | None = flag(None, "folder holding eval_<N>.json files", type=Path)
+    data_root: Path | None = _root(
+        "folder holding eval_<N>.json files (prepare-eval-data.sh gets them)", "DATA_ROOT", "data/ruler_hqa"
+    )
     corpus: Path | None = flag(
         None,
         "the HotpotQA dev file that index-layout files (eval_12800/25600.json) point into"
@@ -61,12 +74,14 @@ class _Files:
         "with --data-root: document counts to run (default: every eval_<N>.json present, N in 50..25600)",
         type=integer(1),
         nargs="*",
+        env="LENGTH",
+        launch_default=PAPER_HQA_LENGTHS,
     )
-    ruler_root: Path | None = flag(
-        None,
-        "folder holding RULER general files, eval_<split>_<length>.json (qa_* files with index contexts:"
-        " squad.json / hotpotqa_dev.json beside them)",
-        type=Path,
+    ruler_root: Path | None = _root(
+        "folder holding RULER general files, eval_<split>_<length>.json (MemAgent's, RULER's, or python -m"
+        " mem_agent.build_ruler's; qa_* files with index contexts: squad.json / hotpotqa_dev.json beside them)",
+        "RULER_ROOT",
+        "data/ruler",
     )
     ruler_splits: tuple[str, ...] | None = flag(
         None,
@@ -74,15 +89,21 @@ class _Files:
         nargs="*",
         choices=RULER_SPLITS,
         metavar="SPLIT",
+        env="RULER_SPLITS",
+        launch_default=" ".join(MEMAGENT_SPLITS),  # the eleven MemAgent's run.py evaluates: not cwe, qa_2
     )
     ruler_lengths: tuple[int, ...] | None = flag(
         None,
         "with --ruler-root: the lengths in tokens to run, e.g. 8192 131072 (default: every length present)",
         type=integer(1),
         nargs="*",
+        env="RULER_LENGTHS",
+        launch_default=" ".join(map(str, RULER_LENGTHS)),
     )
-    longbench_root: Path | None = flag(
-        None, "folder holding LongBench (v1) task files, <task>.jsonl as LongBench's data/ has them", type=Path
+    longbench_root: Path | None = _root(
+        "folder holding LongBench (v1) task files, <task>.jsonl as LongBench's data/ has them",
+        "LONGBENCH_ROOT",
+        "data/longbench",
     )
     longbench_tasks: tuple[str, ...] | None = flag(
         None,
@@ -90,6 +111,8 @@ class _Files:
         nargs="*",
         choices=LONGBENCH_QA_TASKS,
         metavar="TASK",
+        env="LONGBENCH_TASKS",
+        launch_default=" ".join(LONGBENCH_QA_TASKS),
     )
     output_dir: Path = flag(Path("runs/eval"), "results folder (default: %(default)s)", type=Path)
 

@@ -45,7 +45,8 @@ from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.data.row_sources import HUB_ANSWER_S, HubFile, hub_file
 from mem_agent.evaluation.files import check_eval_file, file_sha256
-from mem_agent.launch.eval_settings import PAPER_HQA_LENGTHS, DocumentCounts
+from mem_agent.evaluation.request import PAPER_HQA_LENGTHS
+from mem_agent.launch.eval_settings import DocumentCounts
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Command, read
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting

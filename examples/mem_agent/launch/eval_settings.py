@@ -4,10 +4,12 @@ The mode follows from what is set: URL evaluates a running server; MODEL_PATH (o
 a model here, on the GPUs nvidia-smi lists or on vLLM's CPU build; neither is the CPU demo. A
 setting the chosen mode would ignore is a problem, judged on what the user set (`Problems.unused`).
 
-The evaluator's flags that run-eval.sh sets by variable (PROTOCOL, CONCURRENCY, ...) are not declared
+The evaluator's flags that run-eval.sh sets by variable (PROTOCOL, RULER_SPLITS, ...) are not declared
 here: each field of the evaluator's request that names a variable (evaluation/request.py) becomes a
 setting, its text passed to the flag as written and judged by the evaluator's own parser and checks
-(launch/evaluate.py runs them in-process), so a flag's help, type and bounds are written once.
+(launch/evaluate.py runs them in-process), so a flag's help, type and bounds are written once. The
+suites' files (DATA_ROOT, LENGTH, RULER_*, LONGBENCH_*) are always passed, with the launch's default
+declared beside the flag (`launch_default`); their words are judged as they are read (`_words`).
 """
 
 from __future__ import annotations
@@ -21,8 +23,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, create_model
 
-from mem_agent.agent.longbench_scoring import LONGBENCH_QA_TASKS
-from mem_agent.agent.ruler_scoring import MEMAGENT_SPLITS, RULER_LENGTHS, RULER_SPLITS
 from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
 from mem_agent.evaluation.request import EvalRequest
@@ -30,14 +30,11 @@ from mem_agent.launch.problems import Problems
 from mem_agent.launch.serving import CPU_STACK_MODULE
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
-# LENGTH's default: the lengths of MemAgent's RULER-HQA table (7K to 900K tokens); the suite itself
-# (evaluation/suites/ruler_hqa.RULER_HQA_LENGTHS) also knows the over-1M files, 12800 and 25600.
-PAPER_HQA_LENGTHS = "50 100 200 400 800 1600 3200 6400"
 DEMO_LENGTHS = "50 200"
-MODE, DATA, RULER, GPU, EVALUATOR, DEMO = (
+MODE, DATA, SUITES, GPU, EVALUATOR, DEMO = (
     "What to evaluate (the mode)",
     "Data and output",
-    "RULER's general tasks (SUITE=ruler or all)",
+    "Each suite's files (SUITE; the evaluator's flags, always passed, checked by their own type and choices)",
     "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)",
     "Evaluator flags (passed on only when set, checked by the evaluator; on the CPU stack PROTOCOL defaults to vllm)",
     "Demo only (no MODEL_PATH, no URL)",
@@ -80,41 +77,6 @@ class DpMode(enum.StrEnum):
     ROUTER = "router"
 
 
-def _counts(text: str) -> str:
-    """Document counts as words: distinct positive integers, written plainly (what the files are named by)."""
-    words = text.split()
-    if not words or not all(re.fullmatch(r"[1-9][0-9]*", word) for word in words) or len(set(words)) != len(words):
-        raise ValueError("not distinct positive integers")
-    return " ".join(words)
-
-
-# Document counts, given as words ("50 200"): LENGTH of run-eval.sh and prepare-eval-data.sh.
-DocumentCounts = Annotated[str, AfterValidator(_counts)]
-
-
-def _splits(text: str) -> str:
-    words = text.split()
-    unknown = [word for word in words if word not in RULER_SPLITS]
-    if not words or unknown or len(set(words)) != len(words):
-        raise ValueError(f"not distinct names of {' '.join(RULER_SPLITS)}")
-    return " ".join(words)
-
-
-# RULER general splits, given as words: RULER_SPLITS.
-RulerSplits = Annotated[str, AfterValidator(_splits)]
-
-
-def _tasks(text: str) -> str:
-    words = text.split()
-    if not words or any(word not in LONGBENCH_QA_TASKS for word in words) or len(set(words)) != len(words):
-        raise ValueError(f"not distinct names of {' '.join(LONGBENCH_QA_TASKS)}")
-    return " ".join(words)
-
-
-# LongBench QA tasks, given as words: LONGBENCH_TASKS.
-LongBenchTasks = Annotated[str, AfterValidator(_tasks)]
-
-
 class _Launch(BaseModel):
     """run-eval.sh's settings that are the launch's own (the evaluator's follow: EvalSettings)."""
 
@@ -144,13 +106,6 @@ class _Launch(BaseModel):
         section=MODE,
         pattern=r"^https?://\S+$",
     )
-    length: DocumentCounts = setting(
-        PAPER_HQA_LENGTHS,
-        f"Document counts to run (the demo's default: {DEMO_LENGTHS}).",
-        env="LENGTH",
-        values='distinct positive integers, such as "50 200"',
-        section=DATA,
-    )
     suite: Suites = setting(
         Suite.HQA.value,
         "What to evaluate, one or more of: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's general tasks"
@@ -159,51 +114,6 @@ class _Launch(BaseModel):
         env="SUITE",
         values="distinct words of hqa ruler longbench, or all",
         section=DATA,
-    )
-    data_root: str = setting(
-        "data/ruler_hqa",
-        "Folder with eval_<N>.json (see prepare-eval-data.sh); not the demo.",
-        env="DATA_ROOT",
-        values="a folder",
-        section=DATA,
-    )
-    ruler_root: str = setting(
-        "data/ruler",
-        "Folder with eval_<split>_<length>.json (MemAgent's or RULER's files, or ours: python -m"
-        " mem_agent.build_ruler); qa_* files with index contexts need squad.json / hotpotqa_dev.json beside"
-        " them.",
-        env="RULER_ROOT",
-        values="a folder",
-        section=RULER,
-    )
-    ruler_splits: RulerSplits = setting(
-        " ".join(MEMAGENT_SPLITS),
-        "The splits to run (default: the eleven MemAgent's run.py evaluates; cwe and qa_2 are the other two).",
-        env="RULER_SPLITS",
-        values=f"distinct names of {' '.join(RULER_SPLITS)}",
-        section=RULER,
-    )
-    ruler_lengths: DocumentCounts = setting(
-        " ".join(map(str, RULER_LENGTHS)),
-        "The lengths in tokens to run, each split at each (the files' names).",
-        env="RULER_LENGTHS",
-        values='distinct positive integers, such as "8192 131072"',
-        section=RULER,
-    )
-    longbench_root: str = setting(
-        "data/longbench",
-        "Folder with LongBench (v1) task files, <task>.jsonl, as LongBench's data/ folder has them (see"
-        " docs/evaluation.md).",
-        env="LONGBENCH_ROOT",
-        values="a folder",
-        section=RULER,
-    )
-    longbench_tasks: LongBenchTasks = setting(
-        " ".join(LONGBENCH_QA_TASKS),
-        "The LongBench QA tasks to run.",
-        env="LONGBENCH_TASKS",
-        values=f"distinct names of {' '.join(LONGBENCH_QA_TASKS)}",
-        section=RULER,
     )
     save_file: str = setting(
         "",
@@ -270,19 +180,48 @@ class _Launch(BaseModel):
     )
 
 
-def _knob(field: Field) -> tuple[type, Any]:
-    """The evaluator's flag `field` as run-eval.sh's variable: the text set goes to the flag as written, and
-    the evaluator's own parser judges it (launch/evaluate.py), so its bounds are the flag's alone."""
+def _words(field: Field) -> Any:
+    """The flag `field` of many values (nargs="*") as words, none twice, each judged by the flag's own
+    type and choices: the evaluator's parser's rules, applied as the settings are read, since the launch
+    reads the values itself (the files it checks, the demo's data)."""
     options = field.metadata["options"]
-    values = f"one of {', '.join(options['choices'])}" if "choices" in options else str(options.get("type", "text"))
-    default = "" if field.default is None else str(field.default)
-    doc = f"{flag_name(field)}: {field.metadata['help'].removesuffix(f' (default: {default})')}"
-    return str, setting(default, doc, env=field.metadata["env"], values=values, section=EVALUATOR)
+    kind, choices = options.get("type", str), options.get("choices")
+
+    def judged(text: str) -> str:
+        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
+        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
+            raise ValueError("not distinct words the flag takes")
+        return " ".join(words)
+
+    return Annotated[str, AfterValidator(judged)]
 
 
+def _knob(field: Field) -> tuple[Any, Any]:
+    """The evaluator's flag `field` as run-eval.sh's variable: passed to the flag as written where it is
+    set, and judged by the evaluator's own parser (launch/evaluate.py), so its bounds are the flag's alone;
+    a suite's (`launch_default`) always passed, with the launch's default."""
+    options, launch_default = field.metadata["options"], field.metadata["launch_default"]
+    many = options.get("nargs") == "*"
+    kind = options.get("type", str)
+    if "choices" in options:
+        values = f"{'distinct words' if many else 'one'} of {', '.join(options['choices'])}"
+    else:
+        what = "a folder" if kind is Path else "text" if kind is str else str(kind)
+        values = f"distinct words, each {what}" if many else what
+    default = launch_default if launch_default is not None else "" if field.default is None else str(field.default)
+    doc = f"{flag_name(field)}: {re.sub(r' [(]default: [^()]*[)]$', '', field.metadata['help'])}"
+    section = EVALUATOR if launch_default is None else SUITES
+    return (_words(field) if many else str), setting(
+        default, doc, env=field.metadata["env"], values=values, section=section
+    )
+
+
+_FLAGS = {field.name: field for field in fields(EvalRequest)}
+# Document counts as words, judged as the evaluator's --lengths: LENGTH of run-eval.sh and prepare-eval-data.sh.
+DocumentCounts = _words(_FLAGS["lengths"])
 # The evaluator's flags that name a variable of run-eval.sh (evaluation/request.py), after the launch's own settings.
 _Knobs = create_model(
-    "_Knobs", __base__=_Launch, **{field.name: _knob(field) for field in fields(EvalRequest) if field.metadata["env"]}
+    "_Knobs", __base__=_Launch, **{name: _knob(field) for name, field in _FLAGS.items() if field.metadata["env"]}
 )
 
 
@@ -292,7 +231,13 @@ class EvalSettings(_Knobs):
     extra_eval_args: str = setting(
         "", "More evaluator flags, split into words.", env="EXTRA_EVAL_ARGS", values="words", section=EVALUATOR
     )
-    demo_questions: int = setting(8, "Synthetic questions per length.", env="DEMO_QUESTIONS", section=DEMO, ge=1)
+    demo_questions: int = setting(
+        8,
+        f"Synthetic questions per length (LENGTH's default: {DEMO_LENGTHS}).",
+        env="DEMO_QUESTIONS",
+        section=DEMO,
+        ge=1,
+    )
     demo_max_memory: int = setting(
         128,
         "--max-memory while MEM_MAX_MEMORY is unset (the CPU server samples slowly; the tiny model says nothing).",
@@ -367,7 +312,7 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
 def document_counts(settings: EvalSettings, environ: Mapping[str, str]) -> list[str]:
     """LENGTH's counts, the demo's own where it is unset."""
     demo_default = settings.mode() is Mode.DEMO and not environ.get("LENGTH", "").strip()
-    return (DEMO_LENGTHS if demo_default else settings.length).split()
+    return (DEMO_LENGTHS if demo_default else settings.lengths).split()
 
 
 def run_folder(settings: EvalSettings, environ: Mapping[str, str]) -> str:

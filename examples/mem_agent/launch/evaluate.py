@@ -103,12 +103,7 @@ def _data_args(settings: EvalSettings, run_dir: str, data_root: str, lengths: li
         args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
         args += ["--ruler-lengths", *settings.ruler_lengths.split()]
     if runs(settings, Suite.LONGBENCH):
-        args += [
-            "--longbench-root",
-            settings.longbench_root,
-            "--longbench-tasks",
-            *settings.longbench_tasks.split(),
-        ]
+        args += ["--longbench-root", settings.longbench_root, "--longbench-tasks", *settings.longbench_tasks.split()]
     return args
 
 
@@ -123,7 +118,7 @@ def _agent_args(
     args = [] if "protocol" in given else ["--protocol", "vllm" if on_cpu_stack else settings.protocol]
     owners = {}
     for field in fields(EvalRequest):
-        if field.metadata["env"] and field.name in given:
+        if field.metadata["env"] and field.metadata["launch_default"] is None and field.name in given:
             value = getattr(settings, field.name)
             args += [flag_name(field), value]
             owners[flag_name(field)] = f"{field.metadata['env']}={value}"
