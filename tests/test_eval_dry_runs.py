@@ -58,7 +58,7 @@ def _cases(root: Path) -> dict[str, tuple[Path, dict[str, str], list[str]]]:
             run_eval,
             served
             | {"LENGTH": "50", "NUM_GPUS": "8", "DP": "4", "TP": "2", "DP_MODE": "router"}
-            | {"CONCURRENCY": "64", "TEMPERATURE": "0.5"},
+            | {"CONCURRENCY": "64", "EVAL_TEMPERATURE": "0.5"},
             [],
         ),
         "eval_cpu_model": (run_eval, served | {"LENGTH": "50", "EXTRA_EVAL_ARGS": "--save-trajectories"}, []),

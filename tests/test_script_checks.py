@@ -66,10 +66,10 @@ def _python_wrapper(path: Path, *flags: str) -> Path:
 def test_run_eval_reports_every_bad_setting_in_one_message_and_writes_nothing(tmp_path):
     """The reported failure: MEM_CHUNK_TOKENS=-5 was rejected only after vLLM and the router had
     started (42-72 s) and the previous run's server logs were overwritten. The evaluator's own flags
-    (TEMPERATURE) are checked by the evaluator, in the same message."""
-    env = {"MEM_CHUNK_TOKENS": "-5", "MEM_MAX_FINAL": "0", "LENGTH": "50 abc 50", "TEMPERATURE": "-1"}
+    (EVAL_TEMPERATURE) are checked by the evaluator, in the same message."""
+    env = {"MEM_CHUNK_TOKENS": "-5", "MEM_MAX_FINAL": "0", "LENGTH": "50 abc 50", "EVAL_TEMPERATURE": "-1"}
     problems = refusal(_script(RUN_EVAL, env, cwd=tmp_path))
-    assert sorted(named(problems)) == ["LENGTH", "MEM_CHUNK_TOKENS", "MEM_MAX_FINAL", "TEMPERATURE"], problems
+    assert sorted(named(problems)) == ["EVAL_TEMPERATURE", "LENGTH", "MEM_CHUNK_TOKENS", "MEM_MAX_FINAL"], problems
     assert list(tmp_path.iterdir()) == [], "no data, no run folder, no server log"
 
 
@@ -102,9 +102,9 @@ def test_run_eval_names_length_itself_instead_of_an_internal_tools_usage(tmp_pat
         ({"PROTOCOL": "grpc", "DRY_RUN": "maybe"}, [], ["DRY_RUN", "PROTOCOL"]),
         ({"OUTPUT_ROOT": "/tmp/x\ny"}, [], ["OUTPUT_ROOT"]),
         (
-            {"EXTRA_EVAL_ARGS": "--a\n--b", "LENGTH": "50\n200", "TOP_P": "nan"},
+            {"EXTRA_EVAL_ARGS": "--a\n--b", "LENGTH": "50\n200", "EVAL_TOP_P": "nan"},
             [],
-            ["EXTRA_EVAL_ARGS", "LENGTH", "TOP_P"],
+            ["EXTRA_EVAL_ARGS", "LENGTH", "EVAL_TOP_P"],
         ),
     ],
 )
@@ -134,9 +134,16 @@ def test_run_eval_converts_nothing_before_every_setting_is_known_to_be_good(tmp_
     converter.write_text(f"open({str(tmp_path / 'converted')!r}, 'w')\n")
     write_eval_file(tmp_path / "data" / "eval_50.json", 2)
     env = files.env("slime") | {"CONVERT": "1", "SINGLE_ITER": "99", "DATA_ROOT": str(tmp_path / "data")}
-    env |= {"LENGTH": "50", "TEMPERATURE": "-1"}
-    assert named(refusal(_script(RUN_EVAL, env, cwd=tmp_path))) == ["TEMPERATURE"]
+    env |= {"LENGTH": "50", "EVAL_TEMPERATURE": "-1"}
+    assert named(refusal(_script(RUN_EVAL, env, cwd=tmp_path))) == ["EVAL_TEMPERATURE"]
     assert not (tmp_path / "converted").exists() and not (tmp_path / "t" / "save_hf").exists()
+
+
+def test_run_eval_refuses_the_training_scripts_sampling_names(tmp_path):
+    """TEMPERATURE and TOP_P are run-qwen3-4b-train.sh's rollout sampling; an evaluation's is EVAL_* in
+    both scripts, so the training names set for run-eval.sh are refused rather than ignored."""
+    result = _script(RUN_EVAL, {"TEMPERATURE": "0.5", "TOP_P": "0.9", "DRY_RUN": "1"}, cwd=tmp_path)
+    assert sorted(named(refusal(result))) == ["TEMPERATURE", "TOP_P"]
 
 
 @pytest.mark.parametrize("given", ["--no-such-flag", "--paper memagent-v9"])

@@ -58,9 +58,9 @@ class ServerFlags:
 
 @dataclass(frozen=True)
 class SamplingFlags:
-    temperature: float = flag(0.7, "sampling temperature, >= 0 (default: 0.7)", type=number(0), env="TEMPERATURE")
+    temperature: float = flag(0.7, "sampling temperature, >= 0 (default: 0.7)", type=number(0), env="EVAL_TEMPERATURE")
     top_p: float = flag(
-        0.95, "nucleus sampling mass, in (0, 1] (default: 0.95)", type=number(0, 1, above=True), env="TOP_P"
+        0.95, "nucleus sampling mass, in (0, 1] (default: 0.95)", type=number(0, 1, above=True), env="EVAL_TOP_P"
     )
     seed: int | None = flag(
         None,

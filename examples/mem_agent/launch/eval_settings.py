@@ -288,6 +288,8 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
         ),
         (not settings.convert, ("SINGLE_ITER", "OUT_ROOT"), "they choose the checkpoint CONVERT=1 converts"),
         (settings.dp == 1, ("DP_MODE",), "it chooses how DP > 1 replicas are served"),
+        # run-qwen3-4b-train.sh's rollout sampling; the evaluation's is EVAL_* in both scripts
+        (True, ("TEMPERATURE", "TOP_P"), "run-eval.sh's sampling is EVAL_TEMPERATURE and EVAL_TOP_P"),
     ]
     ignored += [
         (bool(environ.get(demo, "").strip()), (mem,), f"{demo} applies only while {mem} is unset; set one of them")
