@@ -1,6 +1,7 @@
-"""run-qwen3-4b-train.sh's launch: every check of a training launch, once, then the join, the dry
-run's commands, or the Ray head and the job (launch/ray_job.py), with the recipe's flags
-(launch/recipe.py).
+"""GRPO training of Qwen3-4B as a MemAgent on slime or vime, through Ray (run-qwen3-4b-train.sh).
+
+Every check of a training launch, once, then the join, the dry run's commands, or the Ray head and
+the job (launch/ray_job.py), with the recipe's flags (launch/recipe.py).
 
 The order matters for one message that is right: the settings' own values first (a bad value's
 default stands in, so the checks after still run), then the rules between settings judged on
