@@ -149,7 +149,16 @@ def test_a_ctrl_c_while_train_py_is_imported_stops_it_and_exits_130(tmp_path):
     root = write_fake_trainer(tmp_path / "slime", incompatible="hangs_at_import")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT / "examples"), str(PROJECT / "tests")])}
     argv = [sys.executable, "-m", "mem_agent.check_host", "--trainer-root", str(root), "--url", "http://127.0.0.1:9"]
-    running = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    # A terminal's foreground job takes SIGINT; a job started in the background by a script without job
+    # control (CI's runner, `nohup ... &`) inherits it ignored, and so would the preflight.
+    running = subprocess.Popen(
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 120
     while not (root / "import.pid").exists():
         assert running.poll() is None and time.monotonic() < deadline, running.communicate()
