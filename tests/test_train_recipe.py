@@ -116,7 +116,7 @@ def test_async_gpu_split_is_checked_with_everything_else_in_one_message(checkout
 def test_help_documents_global_batch_size_in_trajectories():
     """Both hosts count --global-batch-size in trajectories: the help says so beside the setting."""
     text = run_script(TRAIN, {}, "--help", timeout=60).stdout
-    entry = re.search(r"^  GLOBAL_BATCH_SIZE (.*?)(?=^  [A-Z])", text, flags=re.MULTILINE | re.DOTALL)
+    entry = re.search(r"^  --global-batch-size GLOBAL_BATCH_SIZE\n(.*?)(?=^  -)", text, flags=re.MULTILINE | re.DOTALL)
     words = " ".join(entry.group(1).split()) if entry else ""
     assert "in trajectories" in words and "never in turn rows" in words, text
 
