@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -217,7 +216,7 @@ def _machine_checks(settings: TrainSettings, address: str, problems: Problems) -
             port = getattr(settings, name.lower())
             if port_in_use(port):
                 problems.problem(f"port {port} ({name}) is already in use (another Ray on this node?): set {name}")
-    elif shutil.which("ray") and not job_api_answers(address):
+    elif not job_api_answers(address):
         problems.problem(f"USE_EXISTING_RAY=1 but no Ray job API answers at RAY_JOB_ADDRESS={address}")
 
 
