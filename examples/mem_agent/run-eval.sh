@@ -25,7 +25,7 @@ require_python
 # in one message, exit 2, nothing started), then holds OUTPUT_ROOT/SAVE_FILE's lock for the whole
 # run, converts first with CONVERT=1, starts what serves (vLLM's OpenAI server on the GPUs, one per
 # replica, vllm-router with DP_MODE=router, or the CPU stack; nothing when no item is left to run),
-# waits for health, runs the evaluator (python -m mem_agent.eval_ruler_hqa) and stops every process
-# group it started (SERVE_STOP_TIMEOUT, then SIGKILL), also when this script is killed with kill -9
-# (each group is tethered to it). DRY_RUN=1 prints the commands instead.
+# waits for health, runs the evaluator (python -m mem_agent.eval_ruler_hqa) and stops every session
+# it started (SERVE_STOP_TIMEOUT, then SIGKILL), also when this script is killed with kill -9
+# (each is tethered to it). DRY_RUN=1 prints the commands instead.
 exec "${PYTHON}" -m mem_agent run-eval "$@"

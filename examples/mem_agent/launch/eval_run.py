@@ -5,9 +5,9 @@ runs it here in the same process; run-eval.sh `exec`s that command, so the scrip
 process and a signal sent to the script reaches it directly. It holds the run folder's lock for the
 whole run (common/run_folder.py; a second run is refused in one line naming the first's PID),
 converts first with CONVERT=1, makes the demo's data, starts what serves (GPU servers, vllm-router,
-or the CPU stack), waits for health, runs the evaluator, and stops every process group it started:
+or the CPU stack), waits for health, runs the evaluator, and stops every session it started:
 at the end, on SIGTERM, SIGINT or SIGHUP (exit 128 + the signal), and, when it is killed with
-SIGKILL, through each group's tether. With nothing left to run it starts no server. In a dry run it
+SIGKILL, through each session's tether. With nothing left to run it starts no server. In a dry run it
 prints the commands instead.
 """
 
