@@ -42,10 +42,6 @@ def eval_file(path: Path, limit: int | None = None, corpus: Path | None = None) 
     return EvalFile(Path(path), cell_of(path), limit, corpus)
 
 
-def label_of(path: Path) -> str:
-    return cell_of(path).label
-
-
 def iter_items(file: EvalFile) -> Iterator[EvalItem]:
     """Items of an eval file, validated as they stream past (a bad one stops the run, exit 2), each
     named by the file's identity rule (`file.by_position`, decided by `check_eval_file`)."""
