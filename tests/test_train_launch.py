@@ -27,8 +27,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent.launch.recipe import recipe
-from mem_agent.launch.train import checked_plan
-from mem_agent.launch.train_plan import runtime_env_json
+from mem_agent.launch.train import checked_plan, runtime_env_json
 from mem_agent.launch.train_settings import TrainSettings
 from mem_agent.serving.processes import answers, free_port
 from mem_agent.settings.config import MemAgentConfig
@@ -488,7 +487,7 @@ def test_train_submits_again_only_while_the_job_was_never_created(live_ray):
     assert not still_running(live_ray.pid("head")) and not still_running(live_ray.pid("child"))
 
 
-@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "sigterm"])
+@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["kill-9", "sigterm", "ctrl-c"])
 def test_killing_the_script_stops_the_head_it_started(live_ray, number, measured):
     """SIGKILL cannot be trapped: the head's tether sees the script go and stops the head's session
     (its child ignores SIGTERM, so it gets SIGKILL after RAY_STOP_TIMEOUT=2 s); the job's client's

@@ -1,19 +1,7 @@
-"""The live part of a training launch: its `ray start --head` and `ray job submit`, run in order.
-
-run-qwen3-4b-train.sh execs the launch (launch/train.py), which calls `run_job`, so this process is
-the script. Both commands run in sessions of their own under tethers to it
-(serving/processes.start_process): stopping it (Ctrl-C, SIGTERM, SIGKILL) stops the head it started,
-its GCS, raylet, dashboard and workers, which all stay in the head's session, and nothing else of
-Ray (`ray stop` would kill every Ray of the node, other users' included). With keep_head the head
-starts in a session of its own without a tether: it outlives the launch. The head starts from
-head_dir: the workers of a job without a working_dir run in the folder their raylet was started
-from, and the trainers' scripts rely on that.
-
-The job is submitted once a GET of the head's /api/version answers (what Ray's own job client
-checks). A fresh head answers a little before its node's agent can take a job ("No available
-agent"), so a submission that never created the job (GET /api/jobs/ID is not found) is tried
-again until start_timeout; one whose job ran and failed is not. Why `ray job submit` and not
-Ray's JobSubmissionClient: docs/architecture.md, "Hand-written, and why".
+"""The live part of a training launch: its `ray start --head` and `ray job submit`, run in order
+(docs/training.md tells how it starts, retries and stops them; docs/architecture.md why `ray job
+submit` and not Ray's JobSubmissionClient). The head starts from TRAINER_ROOT: the workers of a job
+without a working_dir run in the folder their raylet started from, and the trainers rely on that.
 """
 
 from __future__ import annotations
@@ -26,35 +14,20 @@ from pathlib import Path
 
 from mem_agent.common.usage import UsageError
 from mem_agent.launch.serving import Group
-from mem_agent.serving.processes import ManagedProcess, ServerStartError, answers, start_process, wait_healthy
+from mem_agent.launch.train_settings import TrainSettings
+from mem_agent.serving.processes import ServerStartError, answers, start_process, wait_healthy
 
 API_POLL_S = 0.5  # between two asks whether the head's job API answers
 RETRY_S = 5.0  # between two submissions the job API could not take yet
-HEAD_LOG = "ray_head.log"  # under the save folder
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class LaunchFailed(Exception):
     """The head or the job could not be started, or the job failed; one line for a person, exit status 1."""
 
 
-class Stopped(Exception):
-    """A signal asked this launch to stop; the exit status is 128 + its number."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(f"signal {number}")
-        self.status = 128 + number
-
-
-def _raise_stopped(number: int, frame: object) -> None:
-    raise Stopped(number)
-
-
-_HANDLERS = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _raise_stopped, signal.SIGHUP: _raise_stopped}
-
-
-def job_api_answers(address: str, timeout_s: float = 10.0) -> bool:
-    """Whether a Ray job API answers at `address`."""
-    return answers(f"{address}/api/version", timeout_s)
+def _exit_on(number: int, frame: object) -> None:
+    raise SystemExit(128 + number)  # unwinds through run_job's `finally`, which stops the head
 
 
 def submit(group: Group, job: Sequence[str], address: str, submission_id: str, timeout_s: float) -> None:
@@ -69,33 +42,25 @@ def submit(group: Group, job: Sequence[str], address: str, submission_id: str, t
         time.sleep(RETRY_S)
 
 
-def run_job(
-    head: Sequence[str],
-    job: Sequence[str],
-    *,
-    address: str,
-    submission_id: str,
-    save_path: Path,
-    head_dir: Path,
-    keep_head: bool,
-    start_timeout: float,
-    stop_timeout: float,
-) -> int:
+def run_job(head: Sequence[str], job: Sequence[str], settings: TrainSettings, address: str, submission_id: str) -> int:
     """Start `head` (none: submit to a running cluster), submit `job` once its job API answers, and stop
-    the head unless `keep_head`; the exit status (1 a failure, 2 a linked log, 128 + N on signal N)."""
-    previous = {stop: signal.signal(stop, handler) for stop, handler in _HANDLERS.items()}
-    group, started = Group(stop_timeout), None
+    the head unless KEEP_RAY=1; the exit status (1 a failure, 2 a linked log). Signal N exits with 128 + N."""
+    previous = {number: signal.signal(number, _exit_on) for number in STOP_SIGNALS}
+    group, started, save_path = Group(settings.ray_stop_timeout), None, Path(settings.save_path)
     try:
         if head:
-            log = Path(save_path) / HEAD_LOG
-            if keep_head:
-                started = start_process("ray head", head, log, cwd=head_dir, tethered=False)
+            log, cwd = save_path / "ray_head.log", Path(settings.trainer_root)
+            if settings.keep_ray:  # untethered: it outlives the launch
+                started = start_process("ray head", head, log, cwd=cwd, tethered=False)
             else:
-                started = group.start("ray head", head, log, cwd=head_dir)
+                started = group.start("ray head", head, log, cwd=cwd)
             print(f"starting the Ray head (session {started.pid}, log {log})", file=sys.stderr)
-            waited = _wait_for_job_api(started, address, start_timeout)
+            try:
+                waited = wait_healthy(started, f"{address}/api/version", settings.ray_start_timeout, API_POLL_S)
+            except ServerStartError as error:
+                raise LaunchFailed(f"{error}\n(Ray's job API needs ray[default])") from None
             print(f"Ray head up after {waited:.0f} s (jobs: {address})", file=sys.stderr)
-        submit(group, job, address, submission_id, start_timeout)
+        submit(group, job, address, submission_id, settings.ray_start_timeout)
         print(f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr)
         return 0
     except LaunchFailed as error:
@@ -104,28 +69,16 @@ def run_job(
     except UsageError as error:  # the head's log is a link, a FIFO, a hard link
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
-    except Stopped as stopped:
-        return stopped.status
     finally:
-        for stop in _HANDLERS:
-            signal.signal(stop, signal.SIG_IGN)  # the stop below is not to be cut short
-        _stop(group, started, keep_head)
-        for stop, handler in previous.items():
-            signal.signal(stop, handler)
-
-
-def _wait_for_job_api(head: ManagedProcess, address: str, timeout_s: float) -> float:
-    try:
-        return wait_healthy(head, f"{address}/api/version", timeout_s, API_POLL_S)
-    except ServerStartError as error:
-        raise LaunchFailed(f"{error}\n(Ray's job API needs ray[default])") from None
-
-
-def _stop(group: Group, head: ManagedProcess | None, keep_head: bool) -> None:
-    if head is not None and keep_head:
-        print(f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{head.pid}", file=sys.stderr)
-    elif head is not None:
-        print(f"stopping the Ray head this launch started (session {head.pid})", file=sys.stderr)
-    group.stop()
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short
+        if started is not None and settings.keep_ray:
+            print(
+                f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{started.pid}",
+                file=sys.stderr,
+            )
+        elif started is not None:
+            print(f"stopping the Ray head this launch started (session {started.pid})", file=sys.stderr)
+        group.stop()
+        for number, handler in previous.items():
+            signal.signal(number, handler)

@@ -1,27 +1,45 @@
-"""MemAgent's GRPO recipe for Qwen3-4B as the trainer's flags: every group in launch order, read the
-way slime's run scripts are read (`MODEL_ARGS`, `CKPT_ARGS`, ...), with why each value is what it is.
-
-A group holds the flags of one owner, the parser that reads them: `megatron` (Megatron-LM's own,
-those the host only re-defaults included), `host` (slime's or vime's own, their engine's
-`--sglang-*`/`--vllm-*` included) or `user` (EXTRA_BACKEND_ARGS and EXTRA_ARGS, split into words on
-blanks: owner unknown). The job runs the entry followed by every group's words in this order
-(launch/train_plan.py); the preflight parses the same groups with the host's own parser, Megatron's
-stood in from the `megatron` groups (preflight/host_args.py). Every value comes from the settings
-(launch/train_settings.py: its default, bounds and help; docs/training.md's recipe table gives its
-source) or from the plan (the host, the schedule, the ASYNC GPU split); a group a setting turns off
-is empty.
+"""MemAgent's GRPO recipe for Qwen3-4B as the trainer's flags, in groups read the way slime's run
+scripts are read (`MODEL_ARGS`, `CKPT_ARGS`, ...), each with why its values are what they are. A
+group's owner is the parser that reads its flags, the one the preflight parses it with (`user`:
+EXTRA_BACKEND_ARGS and EXTRA_ARGS, split on blanks, owner unknown); a group a setting turns off is empty.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
-from mem_agent.launch.train_plan import TrainPlan
-from mem_agent.launch.train_settings import LossWeighting
+from mem_agent.launch.train_settings import LossWeighting, TrainSettings
 
-Owner = Literal["megatron", "host", "user"]
+Owner = Literal["megatron", "host", "user"]  # megatron: Megatron-LM's, those the host re-defaults too
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A rollout's trajectories and the optimizer updates they make."""
+
+    trajectories: int
+    global_batch_size: int
+    updates: int
+    lr_warmup_iters: int
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """A launch whose every check passed (launch/train.py): what the recipe and the Ray commands read."""
+
+    settings: TrainSettings
+    host: str  # slime | vime
+    entry: Path  # the trainer's train.py or train_async.py
+    schedule: Schedule
+    gpu_split: tuple[int, int] | None  # ASYNC=1: (actor GPUs per node, rollout GPUs)
+    ray_job_address: str
+    ray_temp_dir: str
+    submission_id: str
+    agent_env: dict[str, str]  # the environment the MEM_* settings are read from (MEM_PROMPTS absolute)
+    runtime_env: str
 
 
 @dataclass(frozen=True)
@@ -37,12 +55,9 @@ class Group:
 
 
 def _group(name: str, owner: Owner, *values: object) -> Group:
-    return Group(name, owner, tuple(flag_number(value) if isinstance(value, float) else str(value) for value in values))
-
-
-def flag_number(value: float) -> str:
-    """A float as people write it in a flag (`1e-6`, `0.7`, `3.0`), not Python's `1e-06`."""
-    return re.sub(r"e([+-])0+(\d)", r"e\1\2", repr(float(value)))
+    """A float is written as people write it in a flag (`1e-6`, `0.7`, `3.0`), not Python's `1e-06`."""
+    words = (re.sub(r"e([+-])0+(\d)", r"e\1\2", repr(v)) if isinstance(v, float) else str(v) for v in values)
+    return Group(name, owner, tuple(words))
 
 
 def _if(condition: bool, *values: object) -> tuple[object, ...]:
