@@ -48,7 +48,6 @@ class ConvertSettings(TrainerPaths):
         "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
         " HF_CKPT/config.json, or its text_config).",
         env="VOCAB_SIZE",
-        values="a positive integer",
         section=OWN,
         gt=0,
     )
@@ -69,7 +68,7 @@ class Conversion:
 
 def plan_conversion(environ: Mapping[str, str], problems: Problems, prefix: str = "") -> Conversion:
     """Every check of a conversion; problems are prefixed with `prefix` (run-eval.sh's CONVERT=1)."""
-    own = Problems(dry_run=environ.get("DRY_RUN", "").strip() == "1")
+    own = Problems()
     settings = read(ConvertSettings, environ, own)
     own.dry_run = settings.dry_run
     save, hf = Path(settings.save_path), Path(settings.hf_ckpt)
@@ -96,17 +95,17 @@ def _vocabulary(config_path: Path, problems: Problems) -> int | None:
     """The model's own vocabulary size (a VLM keeps it under text_config), read before anything runs."""
     if not config_path.is_file():
         return None
+    where = f"HF_CKPT={config_path.parent}: {config_path}"
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        problems.problem(f"HF_CKPT={config_path.parent}: {config_path}: {error}")
+        problems.problem(f"{where}: {error}")
         return None
-    if not isinstance(config, dict):
-        problems.problem(f"HF_CKPT={config_path.parent}: {config_path}: not a JSON object")
-        return None
-    size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+    text_config = config.get("text_config") if isinstance(config, dict) else None
+    size = config.get("vocab_size") if isinstance(config, dict) else None
+    size = size or (text_config.get("vocab_size") if isinstance(text_config, dict) else None)
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        problems.problem(f"HF_CKPT={config_path.parent}: {config_path} has no vocab_size (set VOCAB_SIZE)")
+        problems.problem(f"{where} has no vocab_size (set VOCAB_SIZE)")
         return None
     return size
 
@@ -135,14 +134,11 @@ def converted_path(environ: Mapping[str, str], problems: Problems) -> tuple[Conv
 
 def _plan(environ: Mapping[str, str], problems: Problems) -> Conversion:
     conversion = plan_conversion(environ, problems)
-    problems.dry_run = conversion.settings.dry_run
-    out_root = Path(conversion.settings.out_root)
+    out = Path(conversion.settings.out_root)
     for name in conversion.skipped:
-        print(printable(f"skip {name}: {out_root / name} is already converted (it has config.json)"), file=sys.stderr)
+        print(printable(f"skip {name}: {out / name} is already converted (it has config.json)"), file=sys.stderr)
     for name in conversion.redo:
-        print(
-            printable(f"redo {name}: {out_root / name} has no config.json (an interrupted conversion)"), file=sys.stderr
-        )
+        print(printable(f"redo {name}: {out / name} has no config.json (an interrupted conversion)"), file=sys.stderr)
     return conversion
 
 
@@ -150,20 +146,16 @@ def convert(conversion: Conversion, run: Callable[[Sequence[str]], int]) -> int:
     """Each iteration's converter command through `run` (which runs it, or prints it in a dry run),
     stopping at the first that fails; then one line of what was done."""
     settings = conversion.settings
-    save, out_root = Path(settings.save_path), Path(settings.out_root)
-    converter = ["env", f"PYTHONPATH={settings.megatron_path}:{settings.trainer_root}", conversion.python]
-    converter += [str(Path(settings.trainer_root) / CONVERTER)]
+    save, out_root, trainer = Path(settings.save_path), Path(settings.out_root), Path(settings.trainer_root)
+    converter = ["env", f"PYTHONPATH={settings.megatron_path}:{trainer}", conversion.python, str(trainer / CONVERTER)]
     vocab = ["--vocab-size", str(conversion.vocab_size)] if conversion.vocab_size else []
     for name in conversion.iterations:
         paths = ["--input-dir", str(save / name), "--output-dir", str(out_root / name), "--origin-hf-dir"]
         force = ["--force"] if name in conversion.redo else []
         if code := run([*converter, *paths, settings.hf_ckpt, *vocab, *force]):
             return code
-    verb = "would convert" if settings.dry_run else "converted"
-    skipped = len(conversion.skipped)
-    print(
-        printable(f"{verb} {len(conversion.iterations)}, skipped {skipped} (already converted); outputs in {out_root}")
-    )
+    done = f"{len(conversion.iterations)}, skipped {len(conversion.skipped)} (already converted)"
+    print(printable(f"{'would convert' if settings.dry_run else 'converted'} {done}; outputs in {out_root}"))
     return 0
 
 
