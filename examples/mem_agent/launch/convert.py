@@ -1,10 +1,6 @@
-"""Convert a training run's Megatron checkpoints to Hugging Face folders, with the trainer's converter.
-
-`mem-agent convert-to-hf` (and convert-to-hf.sh, which runs it) converts SAVE_PATH/iter_XXXXXXX into
-OUT_ROOT/iter_XXXXXXX by the trainer's own tools/convert_torch_dist_to_hf.py, one child process per
-iteration, under the interpreter PYTHON names (the trainer's: torch and its requirements).
-
-An iteration whose output folder has a config.json is done: the converter copies config.json last,
+"""Converts a training run's Megatron checkpoints, SAVE_PATH/iter_XXXXXXX, into Hugging Face folders,
+OUT_ROOT/iter_XXXXXXX, with the trainer's own tools/convert_torch_dist_to_hf.py, one child process per
+iteration. An iteration whose folder has a config.json is done: the converter copies config.json last,
 so its presence means the conversion finished. A folder without it (an interrupted conversion) is
 converted again with --force; nothing else is ever overwritten.
 """

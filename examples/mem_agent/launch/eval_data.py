@@ -83,9 +83,7 @@ class PrepareSettings(BaseModel):
     )
     num_questions: int = setting(128, "Questions per built file.", env="NUM_QUESTIONS", section=BUILD, ge=1)
     seed: int = setting(42, "Shuffle seed of the builder.", env="SEED", section=BUILD, ge=0, le=SEED_LIMIT)
-    dry_run: Switch = setting(
-        False, "Print what would be fetched or built; fetch and build nothing.", env="DRY_RUN", section="Other"
-    )
+    dry_run: Switch = setting(False, "Only print what would be fetched or built.", env="DRY_RUN", section="Other")
 
 
 COMMAND = Command(
