@@ -97,9 +97,9 @@ def _vocabulary(config_path: Path, problems: Problems) -> int | None:
     except (OSError, ValueError) as error:
         problems.problem(f"{where}: {error}")
         return None
-    text_config = config.get("text_config") if isinstance(config, dict) else None
-    size = config.get("vocab_size") if isinstance(config, dict) else None
-    size = size or (text_config.get("vocab_size") if isinstance(text_config, dict) else None)
+    config = config if isinstance(config, dict) else {}
+    text_config = config.get("text_config")
+    size = config.get("vocab_size") or (text_config.get("vocab_size") if isinstance(text_config, dict) else None)
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         problems.problem(f"{where} has no vocab_size (set VOCAB_SIZE)")
         return None
@@ -142,8 +142,9 @@ def convert(conversion: Conversion, run: Callable[[Sequence[str]], int]) -> int:
     """Each iteration's converter command through `run` (which runs it, or prints it in a dry run),
     stopping at the first that fails; then one line of what was done."""
     settings = conversion.settings
-    save, out_root, trainer = Path(settings.save_path), Path(settings.out_root), Path(settings.trainer_root)
-    converter = ["env", f"PYTHONPATH={settings.megatron_path}:{trainer}", conversion.python, str(trainer / CONVERTER)]
+    save, out_root = Path(settings.save_path), Path(settings.out_root)
+    converter = ["env", f"PYTHONPATH={settings.megatron_path}:{settings.trainer_root}", conversion.python]
+    converter += [str(Path(settings.trainer_root) / CONVERTER)]
     vocab = ["--vocab-size", str(conversion.vocab_size)] if conversion.vocab_size else []
     for name in conversion.iterations:
         paths = ["--input-dir", str(save / name), "--output-dir", str(out_root / name), "--origin-hf-dir"]
