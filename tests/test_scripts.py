@@ -213,7 +213,9 @@ def test_convert_needs_megatron_and_a_dry_run_says_it_is_missing(checkpoints, tm
 
 
 @pytest.mark.parametrize(
-    "config", ["{not json", "[151936]", '{"hidden_size": 2560}'], ids=["malformed", "not_an_object", "no_vocab_size"]
+    "config",
+    ["{not json", "[151936]", '{"hidden_size": 2560}', '{"text_config": [151936]}'],
+    ids=["malformed", "not_an_object", "no_vocab_size", "text_config_not_an_object"],
 )
 def test_a_config_json_that_cannot_give_the_vocabulary_is_one_problem_before_anything_runs(checkpoints, config):
     (Path(checkpoints["HF_CKPT"]) / "config.json").write_text(config)
