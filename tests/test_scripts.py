@@ -213,7 +213,9 @@ def test_convert_needs_megatron_and_a_dry_run_says_it_is_missing(checkpoints, tm
 
 
 @pytest.mark.parametrize(
-    "config", ["{not json", "[151936]", '{"hidden_size": 2560}'], ids=["malformed", "not_an_object", "no_vocab_size"]
+    "config",
+    ["{not json", "[151936]", '{"hidden_size": 2560}', '{"text_config": [151936]}'],
+    ids=["malformed", "not_an_object", "no_vocab_size", "text_config_not_an_object"],
 )
 def test_a_config_json_that_cannot_give_the_vocabulary_is_one_problem_before_anything_runs(checkpoints, config):
     (Path(checkpoints["HF_CKPT"]) / "config.json").write_text(config)
@@ -279,6 +281,17 @@ def test_prepare_eval_data_builds_missing_files_from_raw_rows(tmp_path, syntheti
     assert result.returncode == 0, result.stderr
     table = _status_table(result.stdout)
     assert table["20"][1:3] == ["built", "4"] and table["40"][1:3] == ["built", "4"]
+
+
+def test_prepare_eval_data_a_build_that_fails_marks_its_lengths_and_writes_nothing(tmp_path):
+    """The builder runs in-process: its refusal of the raw file is one line naming it, exit 1."""
+    raw = tmp_path / "raw.json"
+    raw.write_text("[]")
+    result = run_script(PREPARE, {"DATA_ROOT": str(tmp_path / "ruler"), "LENGTH": "20 40"}, "--build-from", str(raw))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert [row[1] for row in _status_table(result.stdout).values()] == ["build failed", "build failed"]
+    assert any(line.startswith("error: ") and str(raw) in line for line in result.stderr.splitlines())
+    assert not list((tmp_path / "ruler").glob("eval_*"))
 
 
 def test_prepare_eval_data_build_dry_run_builds_only_the_missing_lengths(tmp_path):

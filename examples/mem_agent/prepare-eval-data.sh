@@ -15,6 +15,6 @@ require_python
 
 # One process, `mem-agent prepare-eval-data` (launch/eval_data.py): every setting checked at once
 # (exit 2), then each length's file checked, the missing ones downloaded (connect and read timeouts,
-# a progress line) or built by mem_agent.build_long_context, and the status table (exit 0: every
-# length ready; 1: some are not).
+# a progress line) or built in-process by build_long_context's builder, and the status table (exit 0:
+# every length ready; 1: some are not).
 exec "${PYTHON}" -m mem_agent prepare-eval-data "$@"

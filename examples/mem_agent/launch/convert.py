@@ -1,10 +1,6 @@
-"""Convert a training run's Megatron checkpoints to Hugging Face folders, with the trainer's converter.
-
-`mem-agent convert-to-hf` (and convert-to-hf.sh, which runs it) converts SAVE_PATH/iter_XXXXXXX into
-OUT_ROOT/iter_XXXXXXX by the trainer's own tools/convert_torch_dist_to_hf.py, one child process per
-iteration, under the interpreter PYTHON names (the trainer's: torch and its requirements).
-
-An iteration whose output folder has a config.json is done: the converter copies config.json last,
+"""Converts a training run's Megatron checkpoints, SAVE_PATH/iter_XXXXXXX, into Hugging Face folders,
+OUT_ROOT/iter_XXXXXXX, with the trainer's own tools/convert_torch_dist_to_hf.py, one child process per
+iteration. An iteration whose folder has a config.json is done: the converter copies config.json last,
 so its presence means the conversion finished. A folder without it (an interrupted conversion) is
 converted again with --force; nothing else is ever overwritten.
 """
@@ -48,7 +44,6 @@ class ConvertSettings(TrainerPaths):
         "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
         " HF_CKPT/config.json, or its text_config).",
         env="VOCAB_SIZE",
-        values="a positive integer",
         section=OWN,
         gt=0,
     )
@@ -69,7 +64,7 @@ class Conversion:
 
 def plan_conversion(environ: Mapping[str, str], problems: Problems, prefix: str = "") -> Conversion:
     """Every check of a conversion; problems are prefixed with `prefix` (run-eval.sh's CONVERT=1)."""
-    own = Problems(dry_run=environ.get("DRY_RUN", "").strip() == "1")
+    own = Problems()
     settings = read(ConvertSettings, environ, own)
     own.dry_run = settings.dry_run
     save, hf = Path(settings.save_path), Path(settings.hf_ckpt)
@@ -96,17 +91,17 @@ def _vocabulary(config_path: Path, problems: Problems) -> int | None:
     """The model's own vocabulary size (a VLM keeps it under text_config), read before anything runs."""
     if not config_path.is_file():
         return None
+    where = f"HF_CKPT={config_path.parent}: {config_path}"
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
-        problems.problem(f"HF_CKPT={config_path.parent}: {config_path}: {error}")
+        problems.problem(f"{where}: {error}")
         return None
-    if not isinstance(config, dict):
-        problems.problem(f"HF_CKPT={config_path.parent}: {config_path}: not a JSON object")
-        return None
-    size = config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
+    config = config if isinstance(config, dict) else {}
+    text_config = config.get("text_config")
+    size = config.get("vocab_size") or (text_config.get("vocab_size") if isinstance(text_config, dict) else None)
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        problems.problem(f"HF_CKPT={config_path.parent}: {config_path} has no vocab_size (set VOCAB_SIZE)")
+        problems.problem(f"{where} has no vocab_size (set VOCAB_SIZE)")
         return None
     return size
 
@@ -135,14 +130,11 @@ def converted_path(environ: Mapping[str, str], problems: Problems) -> tuple[Conv
 
 def _plan(environ: Mapping[str, str], problems: Problems) -> Conversion:
     conversion = plan_conversion(environ, problems)
-    problems.dry_run = conversion.settings.dry_run
-    out_root = Path(conversion.settings.out_root)
+    out = Path(conversion.settings.out_root)
     for name in conversion.skipped:
-        print(printable(f"skip {name}: {out_root / name} is already converted (it has config.json)"), file=sys.stderr)
+        print(printable(f"skip {name}: {out / name} is already converted (it has config.json)"), file=sys.stderr)
     for name in conversion.redo:
-        print(
-            printable(f"redo {name}: {out_root / name} has no config.json (an interrupted conversion)"), file=sys.stderr
-        )
+        print(printable(f"redo {name}: {out / name} has no config.json (an interrupted conversion)"), file=sys.stderr)
     return conversion
 
 
@@ -159,11 +151,8 @@ def convert(conversion: Conversion, run: Callable[[Sequence[str]], int]) -> int:
         force = ["--force"] if name in conversion.redo else []
         if code := run([*converter, *paths, settings.hf_ckpt, *vocab, *force]):
             return code
-    verb = "would convert" if settings.dry_run else "converted"
-    skipped = len(conversion.skipped)
-    print(
-        printable(f"{verb} {len(conversion.iterations)}, skipped {skipped} (already converted); outputs in {out_root}")
-    )
+    done = f"{len(conversion.iterations)}, skipped {len(conversion.skipped)} (already converted)"
+    print(printable(f"{'would convert' if settings.dry_run else 'converted'} {done}; outputs in {out_root}"))
     return 0
 
 

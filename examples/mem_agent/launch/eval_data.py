@@ -1,32 +1,14 @@
-"""Check which RULER-HQA eval files DATA_ROOT holds, and fetch or build the missing ones.
-
-`mem-agent prepare-eval-data [--download | --build-from RAW.json]` (prepare-eval-data.sh runs it).
-Every setting is checked first (all problems in one message, exit 2). Then each eval_<N>.json of
-LENGTH is checked by the evaluator's own checker (evaluation/files.check_eval_file, streamed: an
-eval_6400.json is ~450 MB); the missing ones are downloaded from MemAgent's dataset on the Hub
-or built with mem_agent.build_long_context; a table gives each length's status. Exit status: 0
-every length ready, 1 some not, 2 a usage error. A file that exists is never overwritten or
-deleted, valid or not.
-
-huggingface_hub downloads each file (data/row_sources.hub_file: its retries, resumption, progress
-bar, and its rule that the token goes to the Hub's own hosts only, never to a storage host it
-redirects to), into a temporary folder of its own in DATA_ROOT (.eval_<N>.json.XXXX.download),
-not into its cache: the file is a rename away from its place on the same file system, never a
-450 MB copy out of HF_HOME, and no second copy stays in a cache that is often a small home folder.
-Only once the checker passed it is it given its name (common/guarded_files.place_file: never
-through a link, never over a file); the folder is removed either way.
-
-Lengths above 10,000 documents are index-layout files (data/index_files.py): they need the
-HotpotQA dev corpus at DATA_ROOT/hotpotqa_dev.json, where MemAgent's scripts keep it. --download
-fetches it first (CORPUS_URL, kept only when its sha256 is CORPUS_SHA256: common/pinned_fetch.py);
---build-from RAW builds those lengths with RAW as the corpus and copies RAW there.
+"""Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)
+and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status
+(present, missing, downloaded, built, invalid, download failed, build failed), item count and size.
+Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never
+overwritten or deleted; a download is renamed into place only once it passed the check.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -35,15 +17,16 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from mem_agent.common.console import command_status
 from mem_agent.common.guarded_files import atomic_output, open_regular, place_file
 from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT
 from mem_agent.common.pinned_fetch import FetchError, fetch
 from mem_agent.common.printable import printable, shell_line
-from mem_agent.common.usage import UsageError
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.data.row_sources import HUB_ANSWER_S, HubFile, hub_file
+from mem_agent.data.ruler_files import LongContextRequest, write_long_context_files
 from mem_agent.evaluation.files import check_eval_file, file_sha256
 from mem_agent.evaluation.request import PAPER_HQA_LENGTHS
 from mem_agent.launch.eval_settings import DocumentCounts
@@ -57,6 +40,7 @@ HOTPOTQA_DEV_URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distract
 HOTPOTQA_DEV_SHA256 = "4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359d7104ea"
 CORPUS_DEADLINE_S = 3600.0  # the whole fetch, retries included: its ~47 MB need 13 KB/s to make it
 HUB, BUILD = "--download: MemAgent's eval files from the Hugging Face Hub", "--build-from RAW.json: built here"
+COUNTS = 'distinct positive integers, such as "50 200"'
 READY = ("present", "downloaded", "built")
 
 
@@ -67,33 +51,19 @@ class PrepareSettings(BaseModel):
         "data/ruler_hqa", "Folder of eval_<N>.json files (as run-eval.sh's).", env="DATA_ROOT", values="a folder"
     )
     length: DocumentCounts = setting(
-        PAPER_HQA_LENGTHS,
-        "Document counts N to check (run-eval.sh's LENGTH).",
-        env="LENGTH",
-        values='distinct positive integers, such as "50 200"',
+        PAPER_HQA_LENGTHS, "Document counts N to check (run-eval.sh's LENGTH).", env="LENGTH", values=COUNTS
     )
     lengths: DocumentCounts = setting(
-        "",
-        "Another spelling of LENGTH (the vime example's README); both set must agree.",
-        env="LENGTHS",
-        values='distinct positive integers, such as "50 200"',
+        "", "Another spelling of LENGTH (the vime example's README); both set must agree.", env="LENGTHS", values=COUNTS
     )
     download: Switch = setting(False, "Fetch the missing files.", env="DOWNLOAD", section=HUB)
     hf_endpoint: str = setting("https://huggingface.co", "The Hub.", env="HF_ENDPOINT", section=HUB)
     hf_repo: str = setting(
-        "BytedTsinghua-SIA/hotpotqa",
-        "The dataset: HF_ENDPOINT/datasets/HF_REPO/resolve/HF_REVISION/eval_<N>.json.",
-        env="HF_REPO",
-        section=HUB,
+        "BytedTsinghua-SIA/hotpotqa", "The dataset (HF_ENDPOINT/datasets/HF_REPO).", env="HF_REPO", section=HUB
     )
     hf_revision: str = setting("main", "Its branch, tag or commit.", env="HF_REVISION", section=HUB)
     hub_timeout: float = setting(
-        HUB_ANSWER_S,
-        "Seconds the Hub's first answer about each file is awaited.",
-        env="HUB_TIMEOUT",
-        section=HUB,
-        gt=0,
-        le=3600,
+        HUB_ANSWER_S, "Seconds to await the Hub's first answer per file.", env="HUB_TIMEOUT", section=HUB, gt=0, le=3600
     )
     corpus_url: str = setting(
         HOTPOTQA_DEV_URL,
@@ -109,28 +79,18 @@ class PrepareSettings(BaseModel):
         pattern=r"^([0-9a-f]{64})?$",
     )
     build_from: str = setting(
-        "",
-        "Raw HotpotQA / 2WikiMultiHopQA rows to build the missing files from.",
-        env="BUILD_FROM",
-        values="a file",
-        section=BUILD,
+        "", "Raw HotpotQA or 2WikiMultiHopQA rows to build from.", env="BUILD_FROM", values="a file", section=BUILD
     )
     num_questions: int = setting(128, "Questions per built file.", env="NUM_QUESTIONS", section=BUILD, ge=1)
     seed: int = setting(42, "Shuffle seed of the builder.", env="SEED", section=BUILD, ge=0, le=SEED_LIMIT)
-    dry_run: Switch = setting(
-        False, "Print what would be fetched or built; fetch and build nothing.", env="DRY_RUN", section="Other"
-    )
+    dry_run: Switch = setting(False, "Only print what would be fetched or built.", env="DRY_RUN", section="Other")
 
 
 COMMAND = Command(
     "mem_agent.launch.eval_data",
     PrepareSettings,
     "prepare-eval-data.sh",
-    "Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)"
-    " and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status"
-    " (present, missing, downloaded, built, invalid, download failed, build failed), item count and size."
-    " Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never"
-    " overwritten or deleted; a download is renamed into place only once it passed the check.",
+    __doc__ or "",
     "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
     " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
     " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
@@ -148,11 +108,8 @@ def plan(environ: Mapping[str, str], problems: Problems) -> PrepareSettings:
     settings = read(PrepareSettings, environ, problems)
     problems.dry_run = settings.dry_run
     if not settings.download:
-        problems.unused(
-            ["HF_REPO", "HF_REVISION", "HUB_TIMEOUT", "CORPUS_URL", "CORPUS_SHA256"],
-            environ,
-            "they choose what --download fetches",
-        )
+        unused = ["HF_REPO", "HF_REVISION", "HUB_TIMEOUT", "CORPUS_URL", "CORPUS_SHA256"]
+        problems.unused(unused, environ, "they choose what --download fetches")
     if not settings.build_from:
         problems.unused(["NUM_QUESTIONS", "SEED"], environ, "they shape what --build-from builds")
     if settings.download and settings.build_from:
@@ -174,10 +131,10 @@ def plan(environ: Mapping[str, str], problems: Problems) -> PrepareSettings:
 
 def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[str, str]) -> dict[str, Status]:
     root = Path(settings.data_root)
-    indexed = [n for n in lengths if int(n) > INDEX_LAYOUT_ABOVE]
+    indexed = [n for n in lengths if int(n) > INDEX_LAYOUT_ABOVE]  # they need the corpus beside them
     corpus_problem = ""
     if indexed and settings.download and not (root / CORPUS_NAME).exists():
-        corpus_problem = _download_corpus(root, settings.corpus_url, settings.corpus_sha256, settings.dry_run)
+        corpus_problem = _download_corpus(settings, root / CORPUS_NAME)
     elif indexed and settings.build_from:
         corpus_problem = _copy_corpus(Path(settings.build_from), root / CORPUS_NAME, settings.dry_run)
     status = {n: _checked(root / f"eval_{n}.json") for n in lengths}
@@ -213,41 +170,40 @@ def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
             print("  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only")
         return Status("missing")
     root.mkdir(parents=True, exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".download", dir=root))
-    try:
-        file = HubFile(settings.hf_repo, name, settings.hf_revision, settings.hf_endpoint, token or False, folder)
-        fetched, _ = hub_file(file, settings.hub_timeout, "HUB_TIMEOUT")
+    # A folder of its own in DATA_ROOT, not huggingface_hub's cache (often a small home folder): a rename on
+    # the same file system, never a 450 MB copy, gives the file its name, once the checker passed it.
+    with tempfile.TemporaryDirectory(
+        prefix=f".{name}.", suffix=".download", dir=root, ignore_cleanup_errors=True
+    ) as into:
+        file = HubFile(settings.hf_repo, name, settings.hf_revision, settings.hf_endpoint, token or False, Path(into))
+        try:  # huggingface_hub's retries, resumption and progress bar; the token goes to the Hub's hosts only
+            fetched, _ = hub_file(file, settings.hub_timeout, "HUB_TIMEOUT")
+        except DataFormatError as error:
+            return Status("download failed", reason=str(error))
         outcome = _checked(fetched, "downloaded", "download failed", root / CORPUS_NAME)
         if outcome.state != "downloaded":
-            outcome.reason = (
-                f"the downloaded file is not a valid eval file: {outcome.reason.removeprefix(f'{fetched}: ')}"
-            )
-            return outcome
-        place_file(fetched, root / name)
+            reason = outcome.reason.removeprefix(f"{fetched}: ")  # the temporary name says nothing
+            return Status("download failed", reason=f"the downloaded file is not a valid eval file: {reason}")
+        place_file(fetched, root / name)  # never through a link, never over a file
         return outcome
-    except DataFormatError as error:
-        return Status("download failed", reason=str(error))
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
-def _download_corpus(root: Path, url: str, sha256: str, dry_run: bool) -> str:
-    """root/hotpotqa_dev.json fetched and its sha256 checked (empty: not checked); the problem, or ""
-    once it is there. A file that fails the check is never kept."""
-    print(printable(f"{CORPUS_NAME}: downloading from {url}"), flush=True)
-    if dry_run:
-        print(printable(f"  GET {url} -> {root / CORPUS_NAME}"))
+def _download_corpus(settings: PrepareSettings, target: Path) -> str:
+    """The problem, or "" once the corpus is there; a file that fails CORPUS_SHA256 is never kept."""
+    print(printable(f"{CORPUS_NAME}: downloading from {settings.corpus_url}"), flush=True)
+    if settings.dry_run:
+        print(printable(f"  GET {settings.corpus_url} -> {target}"))
         return ""
     try:
-        with atomic_output(root / CORPUS_NAME, "wb") as out:
-            fetch(url, out, sha256=sha256, deadline_s=CORPUS_DEADLINE_S)
+        with atomic_output(target, "wb") as out:
+            fetch(settings.corpus_url, out, sha256=settings.corpus_sha256, deadline_s=CORPUS_DEADLINE_S)
     except FetchError as error:
         return f"{CORPUS_NAME}: {error} (CORPUS_URL, CORPUS_SHA256)"
     return ""
 
 
 def _copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
-    """The raw file the index files are built from, where the evaluator looks for their corpus."""
+    """--build-from's RAW is the corpus of the index files built from it: it goes where the evaluator looks."""
     if target.exists():
         same = target.resolve() == source.resolve() or file_sha256(target) == file_sha256(source)
         return "" if same else f"{target} exists and is not --build-from {source}: move it aside"
@@ -260,23 +216,18 @@ def _copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
 
 
 def _build(settings: PrepareSettings, absent: list[str]) -> dict[str, Status]:
-    root = Path(settings.data_root)
-    command = [
-        sys.executable,
-        "-m",
-        "mem_agent.build_long_context",
-        "--input",
-        settings.build_from,
-        "--num-docs",
-        *absent,
-    ]
-    command += ["--num-questions", str(settings.num_questions), "--seed", str(settings.seed), "--out-dir", str(root)]
-    if settings.dry_run:
-        print(shell_line(command))
+    root, raw = Path(settings.data_root), Path(settings.build_from)
+    if settings.dry_run:  # what is built in-process, as the command that builds it by hand
+        command = [sys.executable, "-m", "mem_agent.build_long_context", "--input", raw, "--num-docs", *absent]
+        print(
+            shell_line(
+                [*command, "--num-questions", settings.num_questions, "--seed", settings.seed, "--out-dir", root]
+            )
+        )
         return {}
-    root.mkdir(parents=True, exist_ok=True)
-    if subprocess.run(command, check=False).returncode != 0:
-        return {n: Status("build failed") for n in absent}
+    request = LongContextRequest(raw, tuple(map(int, absent)), settings.num_questions, settings.seed, root, force=False)
+    if command_status(lambda: write_long_context_files(request), mistakes=(DataFormatError,)):
+        return {n: Status("build failed") for n in absent}  # the builder said why on stderr
     return {n: _checked(root / f"eval_{n}.json", "built", "build failed") for n in absent}
 
 
@@ -309,12 +260,9 @@ def _human(size: float) -> str:
 
 
 def _prepare(settings: PrepareSettings) -> int:
-    try:
-        status = prepare(settings, (settings.lengths or settings.length).split(), os.environ)
-    except UsageError as error:  # a link, a FIFO or a hard link where a file is written
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 1 if print_table(Path(settings.data_root), status) else 0
+    """0 every length ready, 1 some not; 2 on a link, a FIFO or a hard link where a file is written."""
+    lengths = (settings.lengths or settings.length).split()
+    return command_status(lambda: min(1, print_table(Path(settings.data_root), prepare(settings, lengths, os.environ))))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
