@@ -21,9 +21,8 @@ from pathlib import Path
 from mem_agent.common.console import command_parser
 from mem_agent.common.numbers import integer, number
 from mem_agent.common.usage import UsageError
-from mem_agent.preflight.failures import CheckFailed
-from mem_agent.preflight.options import PreflightOptions
-from mem_agent.preflight.pipeline import run_preflight
+from mem_agent.preflight.checks import CheckFailed
+from mem_agent.preflight.run import PreflightOptions, run_preflight
 
 STEP_LIMIT = 1024  # prompts, samples per prompt, data-parallel ranks: one rollout step to check, not a run
 
@@ -76,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     options = PreflightOptions(**vars(build_parser().parse_args(argv)))
     try:
-        print(run_preflight(options))
+        print(run_preflight(options, lambda line: print(line, file=sys.stderr, flush=True)))
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,192 @@
+"""The preflight from end to end, in this process: the options checked (a user's mistake: UsageError,
+exit 2), a server (the local CPU stack, or the one at --url), the launch, the step in a child process
+(child.py), and one verdict line: PASS listing every stand-in, or the first CheckFailed (exit 1).
+
+The launch is the training launch's own checks and recipe (launch/train.py, launch/recipe.py),
+computed in-process with the user's environment (EXTRA_ARGS and MEM_* included, as in a real
+launch); only the scale (one rollout of a few prompts) and the paths are the preflight's. Scratch
+folders stand in for what only a GPU run has: the Megatron-LM checkout on the job's PYTHONPATH, and
+the torch_dist checkpoint `--ref-load`, holding the marker file of a Megatron checkpoint folder so
+the host's own validation of `--ref-load` passes. The trainer's args hold the router as an address
+and a port (`--sglang-router-ip/port`, or vllm's), filled by the engine start-up the preflight
+stands in for; so --url must say exactly those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mem_agent.common.guarded_files import atomic_output, write_text_atomic
+from mem_agent.common.printable import printable
+from mem_agent.common.usage import UsageError
+from mem_agent.launch.recipe import Group, recipe
+from mem_agent.launch.train import checked_plan
+from mem_agent.preflight.child import run_in_child
+from mem_agent.preflight.host_args import ENGINES, json_or_text, launch_words
+from mem_agent.preflight.step import StepRequest
+
+CHECKPOINT_MARKER = "latest_checkpointed_iteration.txt"  # what a Megatron checkpoint folder holds
+SCRATCH_STAND_INS = (
+    "the Megatron-LM checkout (an empty scratch folder on the job's PYTHONPATH)",
+    f"the torch_dist checkpoint --ref-load (a scratch folder holding {CHECKPOINT_MARKER})",
+)
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    """check_host's options (the names are its flags' destinations)."""
+
+    trainer_root: Path
+    url: str | None = None
+    local_stack: bool = False
+    protocol: str | None = None
+    hf_checkpoint: str | None = None
+    data: Path | None = None
+    num_prompts: int = 2
+    n_samples: int = 2
+    dp_size: int = 2
+    host_flag: list[str] = field(default_factory=list)
+    import_timeout: float = 120.0
+
+
+def detect_host(root: Path) -> str:
+    if not root.is_dir():
+        raise UsageError(f"--trainer-root {root} is not a folder")
+    found = [name for name in ENGINES if (root / name).is_dir()]
+    if len(found) > 1:
+        raise UsageError(f"--trainer-root {root} holds both slime/ and vime/: point it at one checkout")
+    if not found:
+        raise UsageError(f"--trainer-root {root} has no slime/ or vime/ package folder: not a slime or vime checkout")
+    return found[0]
+
+
+def host_flag_words(items: list[str]) -> list[str]:
+    """`--host-flag reward_key="score"` as the words a command line has: `--reward-key score`."""
+    words: list[str] = []
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--host-flag {item!r} must be NAME=VALUE, with the flag's attribute name")
+        value, flag = json_or_text(text), "--" + name.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif value is not False:
+            words += [flag, *(map(str, value) if isinstance(value, list) else [str(value)])]
+    return words
+
+
+def router_address(url: str) -> tuple[str, int]:
+    """The router's address and port as the trainer's args hold them; the hooks call it over plain
+    http, so anything else a URL says could not be honoured."""
+    problem = f"--url {url} must be http://HOST:PORT, the router as the trainer's args hold it"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # a port that is not a number, a malformed IPv6 address
+        raise UsageError(f"{problem} ({error})") from None
+    if parts.scheme == "https":
+        raise UsageError(f"{problem}: the hooks reach the router over http (the args hold no scheme)")
+    if parts.scheme != "http" or not parts.hostname:
+        raise UsageError(problem)
+    if port is None:
+        raise UsageError(f"{problem}: give the port")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise UsageError(f"{problem}: no path, query or user (the args hold only the address and port)")
+    return parts.hostname, port
+
+
+def read_launch(
+    root: Path, host: str, options: PreflightOptions, *, hf_checkpoint: str, prompts: Path, workdir: Path
+) -> tuple[Path, tuple[Group, ...]]:
+    """The launch's entry and flag groups for `host` at `root`, at the preflight's scale and paths."""
+    (workdir / "Megatron-LM").mkdir(exist_ok=True)
+    write_text_atomic(workdir / "torch_dist" / CHECKPOINT_MARKER, "release\n", root=workdir)
+    env = {
+        **os.environ,
+        "MEGATRON_PATH": str(workdir / "Megatron-LM"),
+        "TORCH_DIST": str(workdir / "torch_dist"),
+        "SAVE_PATH": str(workdir / "save"),
+        "DRY_RUN": "1",  # what this machine lacks for a real run (ray, GPUs) is no problem here
+        "TRAINER_ROOT": str(root),
+        "HOST_TRAINER": host,
+        "HF_CKPT": hf_checkpoint,
+        "TRAIN_DATA": str(prompts),
+        "NUM_ROLLOUT": "1",
+        "ROLLOUT_BATCH_SIZE": str(options.num_prompts),
+        "N_SAMPLES": str(options.n_samples),
+        "GLOBAL_BATCH_SIZE": str(options.n_samples),
+        "GPUS_PER_NODE": str(options.dp_size),
+    }
+    for name in ("UPDATES_PER_ROLLOUT", "ASYNC", "USE_EXISTING_RAY", "JOIN"):
+        env.pop(name, None)  # the preflight's own schedule: one rollout, GLOBAL_BATCH_SIZE set above
+    try:
+        plan = checked_plan(env, out=io.StringIO())  # a dry run's warnings are about a real run
+    except UsageError as refused:
+        raise UsageError(f"the launch refuses these settings: {'; '.join(map(printable, refused.problems))}") from None
+    return plan.entry, recipe(plan)
+
+
+def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
+    if data is not None:
+        return data.resolve()
+    from mem_agent.data.contexts import render_context
+    from mem_agent.data.qa_rows import parse_row
+    from mem_agent.data.synthetic import generate
+    from mem_agent.data.train_rows import output_row
+
+    path = workdir / "prompts.jsonl"
+    with atomic_output(path) as handle:
+        for position, raw in enumerate(generate(prompts, seed=0)):
+            row = parse_row(raw, f"synthetic row {position}", position)
+            handle.write(json.dumps(output_row(row, render_context(list(row.paragraphs)), len(row.paragraphs))) + "\n")
+    return path
+
+
+def _server(options: PreflightOptions, stack: contextlib.ExitStack) -> tuple[str, str, str]:
+    """(url, protocol or "" for the host's own, tokenizer folder)."""
+    from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
+
+    if options.local_stack:
+        from mem_agent.serving.cpu_stack import local_stack
+
+        running = stack.enter_context(local_stack())
+        return running.url, options.protocol or "vllm", options.hf_checkpoint or str(running.model_path)
+    assert options.url is not None
+    return options.url, options.protocol or "", options.hf_checkpoint or str(bundled_qwen3_dir())
+
+
+def run_preflight(options: PreflightOptions, progress: Callable[[str], None]) -> str:
+    """The PASS line; raises UsageError for a user's mistake and CheckFailed for an incompatibility."""
+    root = options.trainer_root.expanduser()
+    host, root = detect_host(root), root.resolve()
+    host_flags = host_flag_words(options.host_flag)
+    router = router_address(options.url) if options.url else None
+    progress(
+        f"preflight: imports and runs {root / 'train.py'} (your checkout's code) and its rollout path, "
+        f"in a child process; the import may take {options.import_timeout:g} s (--import-timeout)"
+    )
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="check_host_") as scratch:
+        url, protocol, tokenizer = _server(options, stack)
+        workdir = Path(scratch)
+        prompts = _prompt_file(workdir, options.num_prompts, options.data)
+        entry, groups = read_launch(root, host, options, hf_checkpoint=tokenizer, prompts=prompts, workdir=workdir)
+        if host_flags:
+            groups = (*groups, Group("--host-flag", "host", tuple(host_flags)))
+        request = StepRequest(host, root, entry, groups, router or router_address(url), protocol, options.dp_size)
+        started = time.monotonic()
+        report = run_in_child(request, options.import_timeout, progress)
+        return (
+            f"PASS {host} at {root}: {report.trajectories} trajectories, {report.rows} turn rows, "
+            f"{report.steps} optimizer step(s) of {options.n_samples} trajectories over dp={report.ranks}, "
+            f"mean reward {report.mean_reward:.2f}, {len(launch_words(groups))} launch words parsed by the host, "
+            f"in {time.monotonic() - started:.1f} s (stood in: {'; '.join([*report.stand_ins, *SCRATCH_STAND_INS])})"
+        )
