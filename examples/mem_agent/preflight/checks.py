@@ -1,17 +1,14 @@
-"""How the preflight fails, and the checks that catch a host change which would break training silently.
+"""How the preflight fails, and the checks for a host change that would break training silently.
 
-Every failure is one line, `FAIL <stage>: <file:line>: <what>`, at the checkout line it came from
-(`where`, relative to the checkout). A stage turns anything its code raises into a `CheckFailed`
-at the deepest checkout frame, SystemExit and KeyboardInterrupt included: a train.py that exits
-must not end the preflight with its exit status.
+A failure is one line, `FAIL <stage>: <file:line>: <what>`, at the deepest checkout frame of what a
+stage raised, SystemExit and KeyboardInterrupt included (a train.py that exits must not end the
+preflight with its exit status).
 
-A renamed field does not raise: our hooks set `sample.rollout_log_probs` on a Sample that no
-longer has the field, our convert emits a key the host's split no longer forwards, and the
-logprobs never reach the trainer. So our hooks run through spies, loaded by the host by the
-paths the launch flags name: from the first sample a hook gets, the host's Sample class records
-each undeclared attribute our code sets on it (the host's own extras are not ours); the convert
-returns a `TrackedData`, which records every key the host reads. After the step, no such
-attribute may exist, and every key our convert emitted must have been read (or be optional).
+A renamed field raises nowhere: our hooks set `sample.rollout_log_probs` on a Sample without that
+field, or our convert emits a key the host's split no longer forwards, and the logprobs never reach
+the trainer. So our hooks run through spies the host loads by the launch flags' paths: the host's
+Sample class records each undeclared attribute our code sets (not the host's own extras), our
+convert's dict each key the host reads; after the step neither may be left over (`silent_breaks`).
 """
 
 from __future__ import annotations

@@ -1,24 +1,23 @@
-"""The checkout's train.py is imported and run in a child process, its import under a time bound.
+"""train.py imported and its rollout step run in a child process, the import under a time bound.
 
-Importing train.py runs the checkout's code, which can do anything at import time: call
-`sys.exit(0)`, raise KeyboardInterrupt, block on a cluster or on input, call `os._exit`, or change
-the process for good (signal handlers, sys.modules, and our own stand-ins). So the import and the
-step run in a "spawn" child (a fresh interpreter, no forked locks or threads), and this process
-only waits for its messages: an exit or an interrupt in the checkout's code comes back as a FAIL
-at the line that raised it; a child that ends without a verdict (`os._exit`, a crash) is a FAIL
-naming its exit status; an import not finished after `import_timeout_s` is a FAIL, and the child's
-process group is killed. A thread could do none of this: a blocked thread cannot be stopped,
-`signal.signal` fails outside the main thread, and an `os._exit` would end the preflight itself.
-
-The child leads its own process group (what train.py starts is killed with it, and a Ctrl-C in
-the terminal reaches only this process, which stops the child, instead of the child reporting
-the user's interrupt as train.py's); it ends itself when this process is gone. Its stdout is its
-stderr: stdout carries only the preflight's verdict.
+The step is the trainer's own entry path: train.py imported, its parser over the launch's flags
+(host_args.py), its `create_rollout_manager(args, pg)` (pg None: GPU bundles) and
+`ray.get(manager.generate.remote(0))`: its rollout, our hooks, its post-processing, our convert and
+its DP split. Importing train.py runs the checkout's code, which may exit, raise KeyboardInterrupt,
+block, call `os._exit` or change the process for good (signal handlers, sys.modules, our
+stand-ins). So it runs in a "spawn" child and this process only waits for its messages: each of
+those is a one-line FAIL (an import still running after the bound: the child's process group is
+killed). A thread could do none of it: a blocked thread cannot be stopped, `signal.signal` fails
+outside the main thread, an `os._exit` would end the preflight. The child leads its own process
+group (a terminal's Ctrl-C reaches only this process, which stops it) and ends itself when this
+process is gone; its stdout is its stderr, stdout carrying only the verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import importlib.util
 import multiprocessing
 import os
 import signal
@@ -27,14 +26,95 @@ import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
 
-from mem_agent.preflight.checks import CheckFailed, shown_path, stage
-from mem_agent.preflight.step import StepReport, StepRequest, run_step
+from mem_agent.host.clients import close_all_clients
+from mem_agent.launch.recipe import Group
+from mem_agent.preflight import stand_ins
+from mem_agent.preflight.checks import CheckFailed, KeyReads, shown_path, silent_breaks, spy_hooks, stage, where
+from mem_agent.preflight.host_args import host_args, launch_words
 
 PROGRESS_S = 10.0  # at most this long between two progress lines
 PARENT_POLL_S = 0.5
 STOP_WAIT_S = 5.0
 EXIT_GRACE_S = 2.0  # a child with a verdict sent: its time to exit (its exit handlers run) before the kill
+
+# The launch flags that name our hooks (each is watched during the step; see checks.py).
+HOOK_FLAGS = (
+    "custom_generate_function_path",
+    "custom_rm_path",
+    "custom_reward_post_process_path",
+    "custom_convert_samples_to_train_data_path",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepRequest:
+    """What the child process needs for the step (it crosses the process boundary pickled)."""
+
+    host: str
+    root: Path
+    entry: Path  # the launch's train.py
+    groups: tuple[Group, ...]  # the launch's flag groups, in order
+    router: tuple[str, int]
+    protocol: str
+    dp_size: int
+
+
+def import_train(root: Path, entry: Path) -> Any:
+    """The trainer's entry point as a module (its `if __name__ == "__main__"` part does not run)."""
+    shown = shown_path(entry, root)
+    if not entry.is_file():
+        raise CheckFailed("train", shown, "missing: the launch script runs this file (the trainer's entry point)")
+    spec = importlib.util.spec_from_file_location("mem_agent_preflight_train", entry)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    with stage("train", root, shown, exiting=" while train.py was imported: nothing to run"):
+        spec.loader.exec_module(module)
+    for name in ("parse_args", "create_rollout_manager"):
+        if not callable(getattr(module, name, None)):
+            raise CheckFailed("train", shown, f"no {name}: train.py no longer builds the run the way the hooks expect")
+    return module
+
+
+def run_step(request: StepRequest, imported: Callable[[], None]) -> tuple[str, list[str]]:
+    """train.py's path for rollout 0: what it did, in words, and the stand-ins; raises CheckFailed at the
+    first incompatibility. `imported` is called once train.py is imported (the end of its time bound)."""
+    root, reads = request.root, KeyReads()
+    if request.protocol:
+        os.environ["MEM_PROTOCOL"] = request.protocol
+    sys.path.insert(0, str(root))
+    start_up = stand_ins.install(root)
+    train = import_train(root, request.entry)
+    imported()
+    args, parser_stand_ins = host_args(train.parse_args, request.groups, request.host, root, request.router)
+    hooks = [path for path in (getattr(args, name, None) for name in HOOK_FLAGS) if path]
+    ray = sys.modules["ray"]  # the in-process stand-in
+    with spy_hooks(hooks, reads), stage("manager", root, where(train.create_rollout_manager, root)):
+        manager, _ = train.create_rollout_manager(args, None)  # as train.py calls it; pg: no GPU bundles
+        parallel = {"dp_size": request.dp_size, "cp_size": 1, "vpp_size": 1, "microbatch_group_size_per_vp_stage": 1}
+        ray.get(manager.set_train_parallel_config.remote(parallel))  # what the train actors report
+    manager_class = type(manager._instance)
+    try:
+        with spy_hooks(hooks, reads), stage("generate", root, where(manager_class, root)):
+            ranks = [ray.get(getattr(ref, "inner", ref)) for ref in ray.get(manager.generate.remote(0))]
+    finally:
+        close_all_clients()  # our hooks' HTTP sessions, on the loop the host ran them on
+    silent_breaks(reads, root, manager_class)
+    # the mean raw reward of the trajectories (each turn row carries its own's): ground truths reach it via the host
+    emitted = reads.emitted
+    rewards = dict(zip(emitted.get("rollout_ids", []), map(float, emitted.get("raw_reward", [])), strict=True))
+    steps = len(ranks[0].get("global_batch_sizes", [])) if ranks else 0
+    done = (
+        f"{len(rewards)} trajectories, {len(reads.samples)} turn rows, {steps} optimizer step(s) of "
+        f"{args.global_batch_size} trajectories over dp={len(ranks)}, mean reward "
+        f"{sum(rewards.values()) / max(len(rewards), 1):.2f}, "
+        f"{len(launch_words(request.groups))} launch words parsed by the host"
+    )
+    engines = [f"{', '.join(start_up.replaced)} (no engines: the given server serves)"] if start_up.replaced else []
+    ray_stand_in = f"Ray in-process, stubbed modules: {', '.join(stand_ins.STUBBED)}"
+    return done, [ray_stand_in, *parser_stand_ins, "the placement groups (None: GPU bundles)", *engines]
 
 
 def _child_main(connection: Connection, request: StepRequest, parent: int) -> None:
@@ -64,7 +144,7 @@ def _verdict(
     train: str,
     import_timeout_s: float,
     progress: Callable[[str], None],
-) -> StepReport | CheckFailed:
+) -> tuple[str, list[str]] | CheckFailed:
     """The child's verdict; a CheckFailed for an import past its bound or a child gone without one."""
     started = time.monotonic()
     imported = False
@@ -88,8 +168,10 @@ def _verdict(
             progress(f"preflight: still {doing} {train} after {time.monotonic() - started:.0f} s")
 
 
-def run_in_child(request: StepRequest, import_timeout_s: float, progress: Callable[[str], None]) -> StepReport:
-    """The step's report from a child process; a CheckFailed for every way it can go wrong."""
+def run_in_child(
+    request: StepRequest, import_timeout_s: float, progress: Callable[[str], None]
+) -> tuple[str, list[str]]:
+    """run_step's report from a child process; a CheckFailed for every way it can go wrong."""
     context = multiprocessing.get_context("spawn")
     reader, writer = context.Pipe(duplex=False)
     process = context.Process(target=_child_main, args=(writer, request, os.getpid()), name="mem_agent-preflight")

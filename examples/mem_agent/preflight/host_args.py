@@ -1,21 +1,14 @@
 """The trainer's `args` for the preflight: the host's own parser and validation over the launch's flags.
 
-Both hosts build their parser in three layers: Megatron-LM's (it needs Megatron and a GPU build),
-the rollout engine's (`--sglang-*` in slime, `--vllm-*` in vime: it needs the engine), and their
-own flags, which Megatron's parser takes through the host's extra-args provider
-(`get_<host>_extra_args_provider` in the module train.py imports `parse_args` from), with a few
-flags pre-parsed first (slime's `_pre_parse_mode`, slime/utils/arguments.py:1584). The provider,
-the pre-parse and `<host>_validate_args` run for real; the other two are stood in for:
-
-- Megatron's parser: built from the launch's `megatron` groups, each flag typed as its value reads
-  (int, float, else str; no value: a switch). Flags whose default the host resets are the
-  provider's to reset, as on the real parser; Megatron's validate_args is not run.
-- the engine's parser: each `--<engine>-*` flag stored under its attribute name, its value as JSON
-  reads it, over the engine parser's defaults for what the rollout path reads.
-
-A flag of a `host` group that the host's parser does not know fails, naming the flag: the hosts
-call Megatron's parser with `ignore_unknown_args=True`, so a real run would train without what it
-asked for. Words of a `user` group (EXTRA_ARGS) the host does not know are taken as Megatron's.
+The hosts' parser has three layers: Megatron-LM's, the engine's (`--sglang-*`, `--vllm-*`) and their
+own, which Megatron's takes through `get_<host>_extra_args_provider` (in the module of train.py's
+`parse_args`), after a pre-parse (slime's `_pre_parse_mode`, slime/utils/arguments.py:1584). Their
+own runs for real, with their `<host>_validate_args`. Megatron's is built from the launch's
+`megatron` groups, each flag typed as its value reads (its validate_args not run); the engine's
+stores its flags as given, over its defaults for what the rollout path reads. A flag of a `host`
+group the host's parser does not know is a FAIL naming it: the hosts call Megatron's parser with
+`ignore_unknown_args=True`, so a real run would train without it. The user's EXTRA_ARGS words the
+host does not know are taken as Megatron's, and named.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
-"""The preflight from end to end, in this process: the options checked (a user's mistake: UsageError,
-exit 2), a server (the local CPU stack, or the one at --url), the launch, the step in a child process
-(child.py), and one verdict line: PASS listing every stand-in, or the first CheckFailed (exit 1).
+"""The preflight from end to end, in this process: the options checked (a mistake: UsageError, exit
+2), a server, the launch, the step in a child process (child.py), and one verdict line.
 
-The launch is the training launch's own checks and recipe (launch/train.py, launch/recipe.py),
-computed in-process with the user's environment (EXTRA_ARGS and MEM_* included, as in a real
-launch); only the scale (one rollout of a few prompts) and the paths are the preflight's. Scratch
-folders stand in for what only a GPU run has: the Megatron-LM checkout on the job's PYTHONPATH, and
-the torch_dist checkpoint `--ref-load`, holding the marker file of a Megatron checkpoint folder so
-the host's own validation of `--ref-load` passes. The trainer's args hold the router as an address
-and a port (`--sglang-router-ip/port`, or vllm's), filled by the engine start-up the preflight
-stands in for; so --url must say exactly those.
+The launch is the training launch's own checks and recipe, computed in-process with the user's
+environment, at the preflight's scale (one rollout of a few prompts) and paths. Scratch folders stand
+in for the Megatron-LM checkout and the torch_dist checkpoint `--ref-load` (holding what a Megatron
+checkpoint folder holds, so the host's validation of it passes). The trainer's args hold the router
+as an address and a port, filled by the engine start-up stood in for, so --url must say just those.
 """
 
 from __future__ import annotations
@@ -30,9 +26,8 @@ from mem_agent.common.printable import printable
 from mem_agent.common.usage import UsageError
 from mem_agent.launch.recipe import Group, recipe
 from mem_agent.launch.train import checked_plan
-from mem_agent.preflight.child import run_in_child
-from mem_agent.preflight.host_args import ENGINES, json_or_text, launch_words
-from mem_agent.preflight.step import StepRequest
+from mem_agent.preflight.child import StepRequest, run_in_child
+from mem_agent.preflight.host_args import ENGINES, json_or_text
 
 CHECKPOINT_MARKER = "latest_checkpointed_iteration.txt"  # what a Megatron checkpoint folder holds
 SCRATCH_STAND_INS = (
@@ -183,10 +178,6 @@ def run_preflight(options: PreflightOptions, progress: Callable[[str], None]) ->
             groups = (*groups, Group("--host-flag", "host", tuple(host_flags)))
         request = StepRequest(host, root, entry, groups, router or router_address(url), protocol, options.dp_size)
         started = time.monotonic()
-        report = run_in_child(request, options.import_timeout, progress)
-        return (
-            f"PASS {host} at {root}: {report.trajectories} trajectories, {report.rows} turn rows, "
-            f"{report.steps} optimizer step(s) of {options.n_samples} trajectories over dp={report.ranks}, "
-            f"mean reward {report.mean_reward:.2f}, {len(launch_words(groups))} launch words parsed by the host, "
-            f"in {time.monotonic() - started:.1f} s (stood in: {'; '.join([*report.stand_ins, *SCRATCH_STAND_INS])})"
-        )
+        done, stood_in = run_in_child(request, options.import_timeout, progress)
+        stood_in = "; ".join([*stood_in, *SCRATCH_STAND_INS])
+        return f"PASS {host} at {root}: {done}, in {time.monotonic() - started:.1f} s (stood in: {stood_in})"

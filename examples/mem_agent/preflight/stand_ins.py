@@ -1,19 +1,16 @@
-"""What needs a GPU or a cluster, stood in for in the child process that imports train.py (they change
-the process for good: sys.modules, sys.meta_path, module attributes). Each is named in the report.
+"""What needs a GPU or a cluster, stood in for in the child process only (the stand-ins change the
+process for good). Each is named in the PASS line.
 
-- `ray`, always: in-process. `ray.put` keeps the object, `ray.get` returns it, an actor class's
-  `.options(...).remote(...)` builds the instance here and a handle's `method.remote(...)` calls it
-  at once (so train.py's `ray.get(manager.generate.remote(0))` runs as written). The rollout path
-  uses Ray only to ship data between its actors; a real `ray.put` would start a local cluster.
-- a module not installed here that a file of the checkout imports (`sglang`, `megatron`, `wandb`,
-  ...): its attributes are placeholders, usable as a decorator, base class or annotation, which is
-  what import time needs; calling one raises `StubUsedError` naming it, instead of running a fake.
-- the engine start-up, `start_rollout_servers(args, pg)`: right before the first actor is built
-  (the RolloutManager, whose `__init__` starts the engines) it is found the way that class reaches
-  it, as an attribute of the class's module (slime: slime/ray/rollout.py) or in the module one of
-  its methods imports it from (current vime: `from ...deployment import start_rollout_servers`
-  inside `RolloutManager.__init__`, read from the compiled code), and replaced there and where it
-  is defined by one that starts no engine. A class that reaches none fails at its line.
+- `ray`: in-process. Actors are built here and `.remote(...)` calls at once, so train.py's
+  `ray.get(manager.generate.remote(0))` runs as written; a real `ray.put` would start a cluster.
+- a module the checkout imports that is not installed here (`sglang`, `megatron`, `wandb`, ...):
+  placeholders good for import time (a decorator, a base class, an annotation); calling one raises
+  `StubUsedError` naming it, instead of running on a fake.
+- the engine start-up `start_rollout_servers(args, pg)`: before the first actor (the RolloutManager,
+  whose `__init__` starts the engines) it is found the way that class reaches it, as its module's
+  attribute (slime: slime/ray/rollout.py) or from the module one of its methods imports it from
+  (current vime, inside `RolloutManager.__init__`, read from the compiled code), and replaced there
+  and where it is defined by one that starts no engine. A class that reaches none fails at its line.
 """
 
 from __future__ import annotations
