@@ -65,33 +65,26 @@ def where(obj: Any, root: Path) -> str:
     return f"{shown_path(path, root)}:{line}"
 
 
-def describe(error: BaseException, root: Path) -> tuple[str | None, str]:
-    """(`file:line` of the deepest traceback frame inside the checkout, or None), and `Type: message`."""
-    top = root.resolve()
-    inside = [
-        frame
-        for frame in traceback.extract_tb(error.__traceback__)
-        if Path(frame.filename).is_absolute() and Path(frame.filename).resolve().is_relative_to(top)
-    ]
-    if isinstance(error, SystemExit):
-        message = f"exit status {error.code!r}"
-    else:
-        message = " ".join(str(error).split()) or "(no message)"
-    return (where(inside[-1], root) if inside else None), f"{type(error).__name__}: {message[:300]}"
-
-
 @contextlib.contextmanager
 def stage(name: str, root: Path, fallback: str, exiting: str = "") -> Iterator[None]:
-    """Report whatever the stage raises at the checkout line that raised it, else at `fallback`;
-    `exiting` is appended when that is an exit or an interrupt."""
+    """Report whatever the stage raises at the deepest checkout frame of its traceback, else at
+    `fallback`; `exiting` is appended when that is an exit or an interrupt."""
     try:
         yield
     except CheckFailed:
         raise
     except BaseException as error:  # an exit or interrupt in the checkout's code is a FAIL too
-        found, detail = describe(error, root)
+        top = root.resolve()
+        inside = [
+            frame
+            for frame in traceback.extract_tb(error.__traceback__)
+            if Path(frame.filename).is_absolute() and Path(frame.filename).resolve().is_relative_to(top)
+        ]
+        exited = isinstance(error, SystemExit)
+        message = f"exit status {error.code!r}" if exited else " ".join(str(error).split()) or "(no message)"
         suffix = exiting if isinstance(error, (SystemExit, KeyboardInterrupt)) else ""
-        raise CheckFailed(name, found or fallback, detail + suffix) from None
+        detail = f"{type(error).__name__}: {message[:300]}{suffix}"
+        raise CheckFailed(name, where(inside[-1], root) if inside else fallback, detail) from None
 
 
 @dataclasses.dataclass

@@ -41,12 +41,7 @@ STOP_WAIT_S = 5.0
 EXIT_GRACE_S = 2.0  # a child with a verdict sent: its time to exit (its exit handlers run) before the kill
 
 # The launch flags that name our hooks (each is watched during the step; see checks.py).
-HOOK_FLAGS = (
-    "custom_generate_function_path",
-    "custom_rm_path",
-    "custom_reward_post_process_path",
-    "custom_convert_samples_to_train_data_path",
-)
+HOOKS = ("generate_function", "rm", "reward_post_process", "convert_samples_to_train_data")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,11 +80,11 @@ def run_step(request: StepRequest, imported: Callable[[], None]) -> tuple[str, l
     if request.protocol:
         os.environ["MEM_PROTOCOL"] = request.protocol
     sys.path.insert(0, str(root))
-    start_up = stand_ins.install(root)
+    stand_ins.install(root)
     train = import_train(root, request.entry)
     imported()
     args, parser_stand_ins = host_args(train.parse_args, request.groups, request.host, root, request.router)
-    hooks = [path for path in (getattr(args, name, None) for name in HOOK_FLAGS) if path]
+    hooks = [path for path in (getattr(args, f"custom_{name}_path", None) for name in HOOKS) if path]
     ray = sys.modules["ray"]  # the in-process stand-in
     with spy_hooks(hooks, reads), stage("manager", root, where(train.create_rollout_manager, root)):
         manager, _ = train.create_rollout_manager(args, None)  # as train.py calls it; pg: no GPU bundles
@@ -112,7 +107,8 @@ def run_step(request: StepRequest, imported: Callable[[], None]) -> tuple[str, l
         f"{sum(rewards.values()) / max(len(rewards), 1):.2f}, "
         f"{len(launch_words(request.groups))} launch words parsed by the host"
     )
-    engines = [f"{', '.join(start_up.replaced)} (no engines: the given server serves)"] if start_up.replaced else []
+    replaced = stand_ins.REPLACED
+    engines = [f"{', '.join(replaced)} (no engines: the given server serves)"] if replaced else []
     ray_stand_in = f"Ray in-process, stubbed modules: {', '.join(stand_ins.STUBBED)}"
     return done, [ray_stand_in, *parser_stand_ins, "the placement groups (None: GPU bundles)", *engines]
 

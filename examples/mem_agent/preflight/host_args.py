@@ -28,14 +28,9 @@ from mem_agent.preflight.checks import CheckFailed, stage, where
 ENGINES = {"slime": "sglang", "vime": "vllm"}
 # The engine parser's defaults (under its prefix) for what the rollout path reads: one data-parallel
 # group per engine, no engine config file or extra routers, no speculative decoding.
-ENGINE_DEFAULTS = {
-    "dp_size": 1,
-    "config": None,
-    "model_routers": None,
-    "enable_deterministic_inference": False,
-    "speculative_algorithm": None,
-    "speculative_config": None,
-}
+ENGINE_DEFAULTS = {"dp_size": 1, "enable_deterministic_inference": False} | dict.fromkeys(
+    ("config", "model_routers", "speculative_algorithm", "speculative_config")
+)
 
 
 def json_or_text(text: str) -> Any:

@@ -16,6 +16,7 @@ process for good). Each is named in the PASS line.
 from __future__ import annotations
 
 import dis
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -31,6 +32,7 @@ from mem_agent.preflight.checks import CheckFailed, where
 
 START_UP = "start_rollout_servers"
 STUBBED: list[str] = []  # the modules stood in for, for the report
+REPLACED: list[str] = []  # `module.start_rollout_servers` for each module the start-up was replaced in
 
 
 class StubUsedError(RuntimeError):
@@ -64,6 +66,10 @@ def _placeholder(qualname: str) -> type:
 
 
 class _StubModule(types.ModuleType):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []  # a package: `ray.util.*` and friends resolve to stand-ins
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
@@ -124,7 +130,6 @@ def _ray_module(before_actor: Callable[[type], None]) -> types.ModuleType:
         return remote  # `@ray.remote(num_gpus=1)`: the decorator, once its options are given
 
     ray = _StubModule("ray")
-    ray.__path__ = []  # a package: `ray.util.*` and friends resolve to stand-ins
     ray.__dict__.update(
         ObjectRef=ObjectRef,
         actor=types.SimpleNamespace(ActorHandle=ActorHandle, ActorClass=ActorClass),
@@ -151,25 +156,20 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> Any:
-        top = fullname.split(".", 1)[0]
-        if top in STUBBED:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        if "." in fullname or not self._imported_from_checkout():
-            return None
-        sys.meta_path.remove(self)
-        try:
-            missing = importlib.util.find_spec(fullname) is None
-        finally:
-            sys.meta_path.insert(0, self)
-        if not missing:
-            return None
-        STUBBED.append(fullname)
+        if fullname.split(".", 1)[0] not in STUBBED:
+            if "." in fullname or not self._imported_from_checkout():
+                return None
+            sys.meta_path.remove(self)
+            try:
+                if importlib.util.find_spec(fullname) is not None:
+                    return None  # installed here
+            finally:
+                sys.meta_path.insert(0, self)
+            STUBBED.append(fullname)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _StubModule(spec.name)
-        module.__path__ = []
-        return module
+        return _StubModule(spec.name)
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
@@ -193,39 +193,31 @@ def _imported_by_methods(actor_class: type) -> list[str]:
     return found
 
 
-class StartUpStandIn:
+def _stand_in_start_up(root: Path, actor_class: type) -> None:
     """Before the first actor is built: the start-up it reaches starts no engine."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.replaced: list[str] = []  # `module.start_rollout_servers` for each module replaced in
-
-    def __call__(self, actor_class: type) -> None:
-        if self.replaced:
-            return
-        home = sys.modules[actor_class.__module__]
-        reached = [home, *(importlib.import_module(name) for name in _imported_by_methods(actor_class))]
-        modules = [module for module in reached if callable(getattr(module, START_UP, None))]
-        if not modules:
-            raise CheckFailed(
-                "manager",
-                where(actor_class, self.root),
-                f"{actor_class.__name__} reaches no {START_UP} (neither its module {home.__name__} nor an import "
-                "in its methods): the engine start-up was renamed or moved, and the preflight cannot stand in for it",
-            )
-        real = getattr(modules[0], START_UP)
-        returns_pair = "tuple" in str(inspect.signature(real).return_annotation)  # `({}, [])` or `{}`
-        defining = sys.modules.get(real.__module__)
-        for module in dict.fromkeys([*modules, *([defining] if isinstance(defining, types.ModuleType) else [])]):
-            setattr(module, START_UP, lambda *args, **kwargs: ({}, []) if returns_pair else {})
-            self.replaced.append(f"{module.__name__}.{START_UP}")
+    if REPLACED:
+        return
+    home = sys.modules[actor_class.__module__]
+    reached = [home, *(importlib.import_module(name) for name in _imported_by_methods(actor_class))]
+    modules = [module for module in reached if callable(getattr(module, START_UP, None))]
+    if not modules:
+        raise CheckFailed(
+            "manager",
+            where(actor_class, root),
+            f"{actor_class.__name__} reaches no {START_UP} (neither its module {home.__name__} nor an import "
+            "in its methods): the engine start-up was renamed or moved, and the preflight cannot stand in for it",
+        )
+    real = getattr(modules[0], START_UP)
+    returns_pair = "tuple" in str(inspect.signature(real).return_annotation)  # `({}, [])` or `{}`
+    defining = sys.modules.get(real.__module__)
+    for module in dict.fromkeys([*modules, *([defining] if isinstance(defining, types.ModuleType) else [])]):
+        setattr(module, START_UP, lambda *args, **kwargs: ({}, []) if returns_pair else {})
+        REPLACED.append(f"{module.__name__}.{START_UP}")
 
 
-def install(trainer_root: Path) -> StartUpStandIn:
+def install(trainer_root: Path) -> None:
     """Stand in for `ray`, for modules missing here that the checkout imports, and for the engine
     start-up the first actor reaches (see above)."""
-    start_up = StartUpStandIn(trainer_root)
-    sys.modules["ray"] = _ray_module(start_up)
+    sys.modules["ray"] = _ray_module(functools.partial(_stand_in_start_up, trainer_root))
     STUBBED.append("ray")
     sys.meta_path.insert(0, _Finder(trainer_root))
-    return start_up
