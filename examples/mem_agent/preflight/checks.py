@@ -1,14 +1,12 @@
 """How the preflight fails, and the checks for a host change that would break training silently.
 
 A failure is one line, `FAIL <stage>: <file:line>: <what>`, at the deepest checkout frame of what a
-stage raised, SystemExit and KeyboardInterrupt included (a train.py that exits must not end the
-preflight with its exit status).
-
-A renamed field raises nowhere: our hooks set `sample.rollout_log_probs` on a Sample without that
-field, or our convert emits a key the host's split no longer forwards, and the logprobs never reach
-the trainer. So our hooks run through spies the host loads by the launch flags' paths: the host's
-Sample class records each undeclared attribute our code sets (not the host's own extras), our
-convert's dict each key the host reads; after the step neither may be left over (`silent_breaks`).
+stage raised, an exit or an interrupt included (a train.py that exits must not end the preflight
+with its status). A renamed field raises nowhere: our hooks set `sample.rollout_log_probs` on a
+Sample without that field, or our convert emits a key the host's split no longer forwards, and the
+logprobs never reach the trainer. So our hooks run through spies the host loads by the launch's
+paths: its Sample class records each undeclared attribute our code sets, our convert's dict each
+key the host reads; after the step neither may be left over (`silent_breaks`).
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ import importlib
 import inspect
 import sys
 import traceback
-import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,9 +48,7 @@ def shown_path(path: str | Path, root: Path) -> str:
 
 
 def where(obj: Any, root: Path) -> str:
-    """`file:line` of a class, function, method, module, frame or traceback entry."""
-    if isinstance(obj, types.FrameType):
-        obj = traceback.FrameSummary(obj.f_code.co_filename, obj.f_lineno, obj.f_code.co_name)
+    """`file:line` of a class, function, method, module or traceback entry."""
     if isinstance(obj, traceback.FrameSummary):
         return f"{shown_path(obj.filename, root)}:{obj.lineno}"
     target = inspect.unwrap(obj) if callable(obj) else obj
@@ -105,7 +100,7 @@ class KeyReads:
         while frame is not None and frame.f_code.co_filename.startswith((_OURS, "<")):
             frame = frame.f_back
         if frame is not None:
-            self.reader = traceback.FrameSummary(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+            self.reader = traceback.extract_stack(frame, limit=1)[0]
 
 
 class TrackedData(dict):
@@ -147,7 +142,8 @@ def _watch(reads: KeyReads, items: Any) -> None:
             if name not in _fields and not name.startswith("_"):
                 caller = sys._getframe(1)
                 if caller.f_code.co_filename.startswith(_OURS):
-                    reads.unknown_attributes.setdefault(name, where(caller, Path(_OURS).parent))
+                    line = where(traceback.extract_stack(caller, limit=1)[0], Path(_OURS).parent)
+                    reads.unknown_attributes.setdefault(name, line)
                     reads.sample_type = type(obj)
             _set(obj, name, value)
 

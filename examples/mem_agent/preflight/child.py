@@ -1,16 +1,13 @@
 """train.py imported and its rollout step run in a child process, the import under a time bound.
 
-The step is the trainer's own entry path: train.py imported, its parser over the launch's flags
-(host_args.py), its `create_rollout_manager(args, pg)` (pg None: GPU bundles) and
-`ray.get(manager.generate.remote(0))`: its rollout, our hooks, its post-processing, our convert and
-its DP split. Importing train.py runs the checkout's code, which may exit, raise KeyboardInterrupt,
-block, call `os._exit` or change the process for good (signal handlers, sys.modules, our
-stand-ins). So it runs in a "spawn" child and this process only waits for its messages: each of
-those is a one-line FAIL (an import still running after the bound: the child's process group is
-killed). A thread could do none of it: a blocked thread cannot be stopped, `signal.signal` fails
-outside the main thread, an `os._exit` would end the preflight. The child leads its own process
-group (a terminal's Ctrl-C reaches only this process, which stops it) and ends itself when this
-process is gone; its stdout is its stderr, stdout carrying only the verdict.
+The step is the trainer's own path: train.py, its parser over the launch's flags (host_args.py),
+`create_rollout_manager(args, pg)` (pg None: GPU bundles), `ray.get(manager.generate.remote(0))`.
+Importing train.py runs the checkout's code, which may exit, raise KeyboardInterrupt, block, call
+`os._exit` or change the process for good; so it runs in a "spawn" child, and this process turns each
+of those into a one-line FAIL (a blocked import: the child's process group is killed). A thread
+could not: it cannot be stopped, `signal.signal` fails outside the main thread, and an `os._exit`
+would end the preflight. The child leads its own process group (a Ctrl-C reaches only this process,
+which stops it), ends itself when this process is gone, and writes only to stderr.
 """
 
 from __future__ import annotations
@@ -62,8 +59,7 @@ def import_train(root: Path, entry: Path) -> Any:
     shown = shown_path(entry, root)
     if not entry.is_file():
         raise CheckFailed("train", shown, "missing: the launch script runs this file (the trainer's entry point)")
-    spec = importlib.util.spec_from_file_location("mem_agent_preflight_train", entry)
-    assert spec is not None and spec.loader is not None
+    spec: Any = importlib.util.spec_from_file_location("mem_agent_preflight_train", entry)
     module = importlib.util.module_from_spec(spec)
     with stage("train", root, shown, exiting=" while train.py was imported: nothing to run"):
         spec.loader.exec_module(module)
@@ -134,36 +130,6 @@ def _child_main(connection: Connection, request: StepRequest, parent: int) -> No
         connection.close()
 
 
-def _verdict(
-    process: multiprocessing.process.BaseProcess,
-    reader: Connection,
-    train: str,
-    import_timeout_s: float,
-    progress: Callable[[str], None],
-) -> tuple[str, list[str]] | CheckFailed:
-    """The child's verdict; a CheckFailed for an import past its bound or a child gone without one."""
-    started = time.monotonic()
-    imported = False
-    while True:
-        left = import_timeout_s - (time.monotonic() - started)
-        if not imported and left <= 0:
-            detail = f"importing it did not finish within {import_timeout_s:g} s (--import-timeout): it blocks at "
-            raise CheckFailed("train", train, detail + "import time (waiting for a cluster, a lock or input?)")
-        if reader.poll(PROGRESS_S if imported else min(PROGRESS_S, import_timeout_s / 2, left)):
-            try:
-                message = reader.recv()
-            except EOFError:
-                process.join(STOP_WAIT_S)
-                detail = f"the process running it ended with exit status {process.exitcode} and no verdict"
-                raise CheckFailed("step" if imported else "train", train, detail) from None
-            if message is not None:
-                return message
-            imported = True
-        elif imported or time.monotonic() - started < import_timeout_s:
-            doing = "running the rollout step of" if imported else "importing"
-            progress(f"preflight: still {doing} {train} after {time.monotonic() - started:.0f} s")
-
-
 def run_in_child(
     request: StepRequest, import_timeout_s: float, progress: Callable[[str], None]
 ) -> tuple[str, list[str]]:
@@ -173,9 +139,25 @@ def run_in_child(
     process = context.Process(target=_child_main, args=(writer, request, os.getpid()), name="mem_agent-preflight")
     process.start()
     writer.close()  # the child holds the only writer: its end is an EOF here
-    verdict = None
+    train, started, imported, verdict = shown_path(request.entry, request.root), time.monotonic(), False, None
     try:
-        verdict = _verdict(process, reader, shown_path(request.entry, request.root), import_timeout_s, progress)
+        while verdict is None:
+            left = import_timeout_s - (time.monotonic() - started)
+            if not imported and left <= 0:
+                detail = f"importing it did not finish within {import_timeout_s:g} s (--import-timeout): it blocks"
+                raise CheckFailed("train", train, f"{detail} at import time (waiting for a cluster, a lock or input?)")
+            if not reader.poll(PROGRESS_S if imported else min(PROGRESS_S, import_timeout_s / 2, left)):
+                if imported or time.monotonic() - started < import_timeout_s:
+                    doing = "running the rollout step of" if imported else "importing"
+                    progress(f"preflight: still {doing} {train} after {time.monotonic() - started:.0f} s")
+                continue
+            try:
+                verdict = reader.recv()  # None: train.py is imported
+            except EOFError:
+                process.join(STOP_WAIT_S)
+                detail = f"the process running it ended with exit status {process.exitcode} and no verdict"
+                raise CheckFailed("step" if imported else "train", train, detail) from None
+            imported = True
     finally:
         reader.close()
         process.join(EXIT_GRACE_S if verdict is not None else 0)

@@ -1,14 +1,12 @@
 """The trainer's `args` for the preflight: the host's own parser and validation over the launch's flags.
 
 The hosts' parser has three layers: Megatron-LM's, the engine's (`--sglang-*`, `--vllm-*`) and their
-own, which Megatron's takes through `get_<host>_extra_args_provider` (in the module of train.py's
-`parse_args`), after a pre-parse (slime's `_pre_parse_mode`, slime/utils/arguments.py:1584). Their
-own runs for real, with their `<host>_validate_args`. Megatron's is built from the launch's
-`megatron` groups, each flag typed as its value reads (its validate_args not run); the engine's
-stores its flags as given, over its defaults for what the rollout path reads. A flag of a `host`
-group the host's parser does not know is a FAIL naming it: the hosts call Megatron's parser with
-`ignore_unknown_args=True`, so a real run would train without it. The user's EXTRA_ARGS words the
-host does not know are taken as Megatron's, and named.
+own (`get_<host>_extra_args_provider` in the module of train.py's `parse_args`, after slime's
+`_pre_parse_mode`, slime/utils/arguments.py:1584), which runs for real with `<host>_validate_args`.
+Megatron's is built from the launch's `megatron` groups, each flag typed as its value reads; the
+engine's stores its flags as given. A `host` flag the host's parser does not know fails, naming it:
+the hosts call Megatron's parser with `ignore_unknown_args=True`, so a real run would train without
+it. EXTRA_ARGS words the host does not know are taken as Megatron's, and named.
 """
 
 from __future__ import annotations
@@ -96,22 +94,14 @@ def engine_flags(words: list[str], engine: str) -> tuple[dict[str, Any], list[st
     return stored, left
 
 
-def _own(module: Any, suffix: str) -> Callable[..., Any] | None:
-    """The function of `module` itself (not one it imports) whose name ends with `suffix`."""
-    found = [value for name, value in vars(module).items() if name.endswith(suffix) and inspect.isfunction(value)]
-    return next((value for value in found if value.__module__ == module.__name__), None)
-
-
-def _pre_parsed(module: Any, words: list[str]) -> dict[str, Any]:
-    """The flags the host parses before its main parser (slime's `_pre_parse_mode`: backend and
-    debug modes), as its parse_args merges them into args."""
-    merged: dict[str, Any] = {}
-    saved = sys.argv
+def _pre_parsed(functions: dict[str, Any], words: list[str]) -> dict[str, Any]:
+    """The flags the host parses before its main parser (slime's `_pre_parse_mode`: backend and debug
+    modes), as its parse_args merges them into args."""
+    merged, saved = {}, sys.argv
     try:
-        for name, value in vars(module).items():
-            if "pre_parse" in name and inspect.isfunction(value) and value.__module__ == module.__name__:
-                sys.argv = ["train.py", *words]
-                merged.update(vars(value()))
+        for pre_parse in (function for name, function in functions.items() if "pre_parse" in name):
+            sys.argv = ["train.py", *words]
+            merged.update(vars(pre_parse()))
     finally:
         sys.argv = saved
     return merged
@@ -123,8 +113,10 @@ def host_args(
     """The launch's words through the host's own provider (module of `parse_args`), the router filled
     in as the engine start-up would, then the host's validation; and the stand-ins that took part."""
     module = sys.modules[parse_args.__module__]
+    functions = {name: value for name, value in vars(module).items() if inspect.isfunction(value)}
+    own = {name: value for name, value in functions.items() if value.__module__ == module.__name__}  # not imported
+    provider = next((value for name, value in own.items() if name.endswith("extra_args_provider")), None)
     parser_file = where(parse_args, root).rsplit(":", 1)[0]
-    provider = _own(module, "extra_args_provider")
     if provider is None:
         raise CheckFailed("flags", parser_file, "no get_*_extra_args_provider: cannot read the host's own flags")
     engine = ENGINES[host]
@@ -142,9 +134,8 @@ def host_args(
     if left:
         raise CheckFailed("flags", where(provider, root), f"the host's parser leaves {' '.join(left)} unparsed")
     routed = {f"{engine}_router_ip": router[0], f"{engine}_router_port": router[1]}
-    for name, value in {**engine_stored, **_pre_parsed(module, launch_words(groups)), **routed}.items():
-        setattr(args, name, value)
-    validate = _own(module, "validate_args")
+    vars(args).update({**engine_stored, **_pre_parsed(own, launch_words(groups)), **routed})
+    validate = next((value for name, value in own.items() if name.endswith("validate_args")), None)
     with stage("flags", root, parser_file):  # it fills derived values; current vime's returns (args, ...)
         result = validate(args) if validate else None
     result = result[0] if isinstance(result, tuple) and result else result

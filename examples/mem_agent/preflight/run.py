@@ -1,11 +1,10 @@
-"""The preflight from end to end, in this process: the options checked (a mistake: UsageError, exit
-2), a server, the launch, the step in a child process (child.py), and one verdict line.
+"""The preflight from end to end, in this process: the options (a mistake: UsageError, exit 2), a
+server, the launch, the step in a child process (child.py), one verdict line.
 
 The launch is the training launch's own checks and recipe, computed in-process with the user's
-environment, at the preflight's scale (one rollout of a few prompts) and paths. Scratch folders stand
-in for the Megatron-LM checkout and the torch_dist checkpoint `--ref-load` (holding what a Megatron
-checkpoint folder holds, so the host's validation of it passes). The trainer's args hold the router
-as an address and a port, filled by the engine start-up stood in for, so --url must say just those.
+environment, at the preflight's scale (one rollout of a few prompts) and scratch paths: an empty
+Megatron-LM checkout and a `--ref-load` holding a Megatron checkpoint's marker (the host validates
+it). The trainer's args hold the router as an address and a port, so --url must say just those.
 """
 
 from __future__ import annotations

@@ -1,16 +1,15 @@
-"""What needs a GPU or a cluster, stood in for in the child process only (the stand-ins change the
-process for good). Each is named in the PASS line.
+"""What needs a GPU or a cluster, stood in for in the child process only (they change the process for
+good), each named in the PASS line.
 
-- `ray`: in-process. Actors are built here and `.remote(...)` calls at once, so train.py's
-  `ray.get(manager.generate.remote(0))` runs as written; a real `ray.put` would start a cluster.
+- `ray`: in-process; actors are built here and `.remote(...)` calls at once, so train.py's
+  `ray.get(manager.generate.remote(0))` runs as written (a real `ray.put` would start a cluster).
 - a module the checkout imports that is not installed here (`sglang`, `megatron`, `wandb`, ...):
-  placeholders good for import time (a decorator, a base class, an annotation); calling one raises
+  placeholders for import time (a decorator, a base class, an annotation); calling one raises
   `StubUsedError` naming it, instead of running on a fake.
-- the engine start-up `start_rollout_servers(args, pg)`: before the first actor (the RolloutManager,
-  whose `__init__` starts the engines) it is found the way that class reaches it, as its module's
-  attribute (slime: slime/ray/rollout.py) or from the module one of its methods imports it from
-  (current vime, inside `RolloutManager.__init__`, read from the compiled code), and replaced there
-  and where it is defined by one that starts no engine. A class that reaches none fails at its line.
+- `start_rollout_servers(args, pg)`: before the first actor (the RolloutManager, whose `__init__`
+  starts the engines) it is found as that class reaches it, its module's attribute (slime:
+  slime/ray/rollout.py) or imported in a method of it (current vime, in `RolloutManager.__init__`,
+  read from the compiled code), and replaced there and where defined by one that starts no engine.
 """
 
 from __future__ import annotations
@@ -50,13 +49,10 @@ class _PlaceholderMeta(type):
             return args[0]  # used as a decorator at import time
         raise StubUsedError(f"{cls.__qualname__} is from a module that is not installed here (stubbed)")
 
-    def __getitem__(cls, item: Any) -> Any:
-        return cls
-
     def __or__(cls, other: Any) -> Any:
-        return cls
+        return cls  # as an annotation: `X | None`, `X[int]`
 
-    __ror__ = __or__
+    __ror__ = __getitem__ = __or__
 
 
 def _placeholder(qualname: str) -> type:
