@@ -24,10 +24,10 @@ import pytest
 
 from mem_agent.check_host import build_parser
 from mem_agent.launch.recipe import Group
-from mem_agent.preflight import run
+from mem_agent.preflight import pipeline
 from mem_agent.preflight.checks import CheckFailed
 from mem_agent.preflight.host_args import launch_words
-from mem_agent.preflight.run import PreflightOptions, host_flag_words, read_launch, router_address, run_preflight
+from mem_agent.preflight.pipeline import PreflightOptions, host_flag_words, read_launch, router_address, run_preflight
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.proc_state import still_running
@@ -179,9 +179,9 @@ def test_the_megatron_stand_in_is_built_from_the_launchs_megatron_groups(tmp_pat
     root = write_fake_trainer(tmp_path / "slime")
     for setting, value in SMALL_AGENT.items():
         monkeypatch.setenv(setting, value)
-    recipe = run.recipe
+    recipe = pipeline.recipe
     monkeypatch.setattr(
-        run, "recipe", lambda plan: (*recipe(plan), Group("NEW_ARGS", owner, tuple(NEW_MEGATRON_FLAGS)))
+        pipeline, "recipe", lambda plan: (*recipe(plan), Group("NEW_ARGS", owner, tuple(NEW_MEGATRON_FLAGS)))
     )
     options = PreflightOptions(trainer_root=root, url=engine.url, protocol="sglang")
     if owner == "megatron":
