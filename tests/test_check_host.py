@@ -24,11 +24,10 @@ import pytest
 
 from mem_agent.check_host import build_parser
 from mem_agent.launch.recipe import Group
-from mem_agent.preflight import launch
-from mem_agent.preflight.failures import CheckFailed
-from mem_agent.preflight.launch import Scale, read_launch
-from mem_agent.preflight.options import PreflightOptions, host_flag_words, router_address
-from mem_agent.preflight.pipeline import run_preflight
+from mem_agent.preflight import pipeline
+from mem_agent.preflight.checks import CheckFailed
+from mem_agent.preflight.host_args import launch_words
+from mem_agent.preflight.pipeline import PreflightOptions, host_flag_words, read_launch, router_address, run_preflight
 from support.fake_trainer import write_fake_trainer
 from support.hook_bench import SMALL_AGENT
 from support.proc_state import still_running
@@ -180,9 +179,9 @@ def test_the_megatron_stand_in_is_built_from_the_launchs_megatron_groups(tmp_pat
     root = write_fake_trainer(tmp_path / "slime")
     for setting, value in SMALL_AGENT.items():
         monkeypatch.setenv(setting, value)
-    recipe = launch.recipe
+    recipe = pipeline.recipe
     monkeypatch.setattr(
-        launch, "recipe", lambda plan: (*recipe(plan), Group("NEW_ARGS", owner, tuple(NEW_MEGATRON_FLAGS)))
+        pipeline, "recipe", lambda plan: (*recipe(plan), Group("NEW_ARGS", owner, tuple(NEW_MEGATRON_FLAGS)))
     )
     options = PreflightOptions(trainer_root=root, url=engine.url, protocol="sglang")
     if owner == "megatron":
@@ -212,16 +211,16 @@ def test_the_launch_is_the_recipe_at_the_preflights_scale_with_the_users_words(t
     monkeypatch.setenv("EXTRA_BACKEND_ARGS", "--sglang-enable-metrics")
     monkeypatch.setenv("ASYNC", "1")  # the preflight's own schedule and cluster, whatever the user's
     (tmp_path / "work").mkdir()
-    found = read_launch(
+    entry, groups = read_launch(
         files.checkout("slime"),
         "slime",
+        PreflightOptions(files.checkout("slime"), num_prompts=3, n_samples=2, dp_size=2),
         hf_checkpoint=str(tmp_path / "hf"),
         prompts=tmp_path / "train.jsonl",
         workdir=tmp_path / "work",
-        scale=Scale(prompts=3, samples=2, global_batch_size=2, gpus=2),
     )
-    assert found.entry == files.checkout("slime") / "train.py"
-    words = found.words()
+    assert entry == files.checkout("slime") / "train.py"
+    words = launch_words(groups)
     for flag, value in {
         "--num-rollout": "1",
         "--rollout-batch-size": "3",
@@ -232,7 +231,7 @@ def test_the_launch_is_the_recipe_at_the_preflights_scale_with_the_users_words(t
     }.items():
         assert words[words.index(flag) + 1] == value, flag
     assert "--colocate" in words
-    users = [list(group.words) for group in found.owned_by("user")]
+    users = [list(group.words) for group in groups if group.owner == "user"]
     assert users == [["--sglang-enable-metrics"], ["--use-tis", "--tis-clip", "2"]]
 
 

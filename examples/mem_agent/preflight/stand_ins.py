@@ -1,43 +1,37 @@
-"""Import stand-ins that let a trainer checkout's rollout code load on a laptop.
+"""What needs a GPU or a cluster, stood in for in the child process only (they change the process for
+good), each named in the PASS line.
 
-Exactly two kinds of module are replaced, and nothing else:
-
-- `ray`, always, by an in-process stand-in: `ray.put` keeps the object, `ray.get` returns it,
-  `ray.remote` on a class gives an actor class whose `.options(...).remote(...)` builds the
-  instance here and whose handle's `method.remote(...)` calls it at once (so train.py's
-  `ray.get(manager.generate.remote(0))` runs as written), `ray.init` does nothing. The host's
-  rollout path only uses Ray to ship data between its actors; a real `ray.put` would start a
-  local cluster, which the preflight neither needs nor should leave behind. `before_actor_start`
-  registers a call made with the actor's class just before an actor is built (the preflight
-  stands in for the engine start-up there: see engines.py).
-- a module that is not installed here and is imported by a file inside the trainer checkout
-  (GPU-only packages such as `sglang`, `megatron`, `transformer_engine`, or optional ones such
-  as `wandb` and `pylatexenc`): an empty stand-in whose attributes are placeholders. A
-  placeholder may be used as a decorator, a base class, or a type annotation, which is what
-  import time needs; calling it for real raises `StubUsedError` naming it, so the preflight reports
-  "this step needs <module>" instead of running on a fake.
-
-`installed()` lists what was stubbed, for the preflight's report. These stand-ins change the
-process for good (sys.modules, sys.meta_path), so they are installed only in the child process
-that imports train.py (child.py), never in the process that runs the preflight.
+- `ray`: in-process; actors are built here and `.remote(...)` calls at once, so train.py's
+  `ray.get(manager.generate.remote(0))` runs as written (a real `ray.put` would start a cluster).
+- a module the checkout imports that is not installed here (`sglang`, `megatron`, `wandb`, ...):
+  placeholders for import time (a decorator, a base class, an annotation); calling one raises
+  `StubUsedError` naming it, instead of running on a fake.
+- `start_rollout_servers(args, pg)`: before the first actor (the RolloutManager, whose `__init__`
+  starts the engines) it is found as that class reaches it, its module's attribute (slime:
+  slime/ray/rollout.py) or imported in a method of it (current vime, in `RolloutManager.__init__`,
+  read from the compiled code), and replaced there and where defined by one that starts no engine.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dis
+import functools
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import inspect
 import sys
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StubUsedError", "before_actor_start", "install", "installed"]
+from mem_agent.preflight.checks import CheckFailed, where
 
-_STUBBED: list[str] = []
-_BEFORE_ACTOR_START: list[Callable[[type], None]] = []
+START_UP = "start_rollout_servers"
+STUBBED: list[str] = []  # the modules stood in for, for the report
+REPLACED: list[str] = []  # `module.start_rollout_servers` for each module the start-up was replaced in
 
 
 class StubUsedError(RuntimeError):
@@ -55,13 +49,10 @@ class _PlaceholderMeta(type):
             return args[0]  # used as a decorator at import time
         raise StubUsedError(f"{cls.__qualname__} is from a module that is not installed here (stubbed)")
 
-    def __getitem__(cls, item: Any) -> Any:
-        return cls
-
     def __or__(cls, other: Any) -> Any:
-        return cls
+        return cls  # as an annotation: `X | None`, `X[int]`
 
-    __ror__ = __or__
+    __ror__ = __getitem__ = __or__
 
 
 def _placeholder(qualname: str) -> type:
@@ -71,14 +62,18 @@ def _placeholder(qualname: str) -> type:
 
 
 class _StubModule(types.ModuleType):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []  # a package: `ray.util.*` and friends resolve to stand-ins
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         return _placeholder(f"{self.__name__}.{name}")
 
 
-def _ray_module() -> types.ModuleType:
-    """The in-process Ray: objects stay in this process."""
+def _ray_module(before_actor: Callable[[type], None]) -> types.ModuleType:
+    """The in-process Ray: objects stay in this process; `before_actor(cls)` runs before each actor is built."""
 
     class ObjectRef:
         def __init__(self, value: Any) -> None:
@@ -92,15 +87,15 @@ def _ray_module() -> types.ModuleType:
             return [get(ref) for ref in refs]
         return refs.value if isinstance(refs, ObjectRef) else refs
 
-    class _Method:
-        def __init__(self, method: Any) -> None:
-            self.method = method
+    class RemoteFunction:  # a remote function, or an actor's method: `.remote(...)` calls it now
+        def __init__(self, function: Any) -> None:
+            self.function = function
+
+        def options(self, **kwargs: Any) -> RemoteFunction:
+            return self
 
         def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
-            return ObjectRef(self.method(*args, **kwargs))
-
-        def options(self, **kwargs: Any) -> _Method:
-            return self
+            return ObjectRef(self.function(*args, **kwargs))
 
     class ActorHandle:
         """An actor built in this process: `handle.method.remote(...)` calls it now."""
@@ -109,7 +104,7 @@ def _ray_module() -> types.ModuleType:
             self._instance = instance
 
         def __getattr__(self, name: str) -> Any:
-            return _Method(getattr(self._instance, name))
+            return RemoteFunction(getattr(self._instance, name))
 
     class ActorClass:
         def __init__(self, cls: type) -> None:
@@ -122,43 +117,24 @@ def _ray_module() -> types.ModuleType:
             return self
 
         def remote(self, *args: Any, **kwargs: Any) -> ActorHandle:
-            for hook in list(_BEFORE_ACTOR_START):
-                hook(self.cls)
+            before_actor(self.cls)
             return ActorHandle(self.cls(*args, **kwargs))
-
-        def __call__(self, *args: Any, **kwargs: Any) -> Any:
-            raise TypeError(f"Actors cannot be instantiated directly: use {self.__name__}.remote()")
-
-    class RemoteFunction:
-        def __init__(self, function: Any) -> None:
-            self.function = function
-
-        def options(self, **kwargs: Any) -> RemoteFunction:
-            return self
-
-        def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
-            return ObjectRef(self.function(*args, **kwargs))
-
-    def _wrap(target: Any) -> Any:
-        return ActorClass(target) if isinstance(target, type) else RemoteFunction(target)
 
     def remote(*args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and callable(args[0]):
-            return _wrap(args[0])
-        return _wrap
+            return ActorClass(args[0]) if isinstance(args[0], type) else RemoteFunction(args[0])
+        return remote  # `@ray.remote(num_gpus=1)`: the decorator, once its options are given
 
     ray = _StubModule("ray")
-    ray.__path__ = []  # a package: `ray.util.*` and friends resolve to stand-ins
-    for name, value in {
-        "ObjectRef": ObjectRef,
-        "actor": types.SimpleNamespace(ActorHandle=ActorHandle, ActorClass=ActorClass),
-        "put": put,
-        "get": get,
-        "remote": remote,
-        "init": lambda *a, **k: None,
-        "is_initialized": lambda: True,
-    }.items():
-        setattr(ray, name, value)
+    ray.__dict__.update(
+        ObjectRef=ObjectRef,
+        actor=types.SimpleNamespace(ActorHandle=ActorHandle, ActorClass=ActorClass),
+        put=put,
+        get=get,
+        remote=remote,
+        init=lambda *a, **k: None,
+        is_initialized=lambda: True,
+    )
     return ray
 
 
@@ -176,48 +152,68 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> Any:
-        top = fullname.split(".", 1)[0]
-        if top in _STUBBED:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        if "." in fullname or not self._imported_from_checkout():
-            return None
-        sys.meta_path.remove(self)
-        try:
-            missing = importlib.util.find_spec(fullname) is None
-        finally:
-            sys.meta_path.insert(0, self)
-        if not missing:
-            return None
-        _STUBBED.append(fullname)
+        if fullname.split(".", 1)[0] not in STUBBED:
+            if "." in fullname or not self._imported_from_checkout():
+                return None
+            sys.meta_path.remove(self)
+            try:
+                if importlib.util.find_spec(fullname) is not None:
+                    return None  # installed here
+            finally:
+                sys.meta_path.insert(0, self)
+            STUBBED.append(fullname)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _StubModule(spec.name)
-        module.__path__ = []
-        return module
+        return _StubModule(spec.name)
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
 
 
-@contextlib.contextmanager
-def before_actor_start(hook: Callable[[type], None]) -> Iterator[None]:
-    """Within the block, `hook(actor_class)` runs before each actor the in-process Ray builds."""
-    _BEFORE_ACTOR_START.append(hook)
-    try:
-        yield
-    finally:
-        _BEFORE_ACTOR_START.remove(hook)
+def _imported_by_methods(actor_class: type) -> list[str]:
+    """Modules the class's own methods import the start-up from (`from M import start_rollout_servers`)."""
+    package = sys.modules[actor_class.__module__].__package__ or ""
+    found: list[str] = []
+    for code in (getattr(member, "__code__", None) for member in vars(actor_class).values()):
+        constants: list[Any] = []
+        module_name = None
+        for instruction in dis.get_instructions(code) if code else ():
+            if instruction.opname == "LOAD_CONST":
+                constants = [*constants[-1:], instruction.argval]
+            elif instruction.opname == "IMPORT_NAME":  # preceded by LOAD_CONST level, LOAD_CONST names
+                level = constants[0] if len(constants) == 2 and isinstance(constants[0], int) else 0
+                module_name = importlib.util.resolve_name("." * level + instruction.argval, package)
+            elif instruction.opname == "IMPORT_FROM" and instruction.argval == START_UP and module_name:
+                found.append(module_name)
+    return found
+
+
+def _stand_in_start_up(root: Path, actor_class: type) -> None:
+    """Before the first actor is built: the start-up it reaches starts no engine."""
+    if REPLACED:
+        return
+    home = sys.modules[actor_class.__module__]
+    reached = [home, *(importlib.import_module(name) for name in _imported_by_methods(actor_class))]
+    modules = [module for module in reached if callable(getattr(module, START_UP, None))]
+    if not modules:
+        raise CheckFailed(
+            "manager",
+            where(actor_class, root),
+            f"{actor_class.__name__} reaches no {START_UP} (neither its module {home.__name__} nor an import "
+            "in its methods): the engine start-up was renamed or moved, and the preflight cannot stand in for it",
+        )
+    real = getattr(modules[0], START_UP)
+    returns_pair = "tuple" in str(inspect.signature(real).return_annotation)  # `({}, [])` or `{}`
+    defining = sys.modules.get(real.__module__)
+    for module in dict.fromkeys([*modules, *([defining] if isinstance(defining, types.ModuleType) else [])]):
+        setattr(module, START_UP, lambda *args, **kwargs: ({}, []) if returns_pair else {})
+        REPLACED.append(f"{module.__name__}.{START_UP}")
 
 
 def install(trainer_root: Path) -> None:
-    """Stand in for `ray` and for modules missing here that the checkout imports (see above)."""
-    if "ray" not in _STUBBED:
-        sys.modules["ray"] = _ray_module()
-        _STUBBED.append("ray")
-    if not any(isinstance(finder, _Finder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Finder(trainer_root))
-
-
-def installed() -> list[str]:
-    return list(_STUBBED)
+    """Stand in for `ray`, for modules missing here that the checkout imports, and for the engine
+    start-up the first actor reaches (see above)."""
+    sys.modules["ray"] = _ray_module(functools.partial(_stand_in_start_up, trainer_root))
+    STUBBED.append("ray")
+    sys.meta_path.insert(0, _Finder(trainer_root))
