@@ -265,6 +265,8 @@ def test_a_refused_flag_is_reported_at_the_generate_step(tmp_path, engine):
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1:port"], "must be http://HOST:PORT"),
         (["--trainer-root", "{both}", "--url", "http://127.0.0.1:9"], "holds both slime/ and vime/"),
         (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--import-timeout", "0"], "--import-timeout"),
+        (["--trainer-root", "{root}"], "--url or --local-stack"),
+        (["--trainer-root", "{root}", "--url", "http://127.0.0.1:9", "--local-stack"], "--url or --local-stack"),
     ],
 )
 def test_user_mistakes_are_one_line_with_exit_status_2(tmp_path, argv, message):

