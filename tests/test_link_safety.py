@@ -26,9 +26,8 @@ import pytest
 from mem_agent import compare, eval_ruler_hqa, train_summary, view
 from mem_agent.common.guarded_files import Refused, append_bytes, place_file, write_text_atomic
 from mem_agent.common.run_folder import LOCK_NAME, lock_run_folder
-from mem_agent.launch import eval_run
-from mem_agent.launch.eval_run import EvalPlan
 from mem_agent.launch.eval_settings import EvalSettings
+from mem_agent.launch.evaluate import EvalPlan, launch
 from mem_agent.observability import rollout_logging
 from mem_agent.observability.host_logging import METRICS_FILE, append_metrics_line
 from mem_agent.serving.processes import start_process
@@ -118,9 +117,9 @@ def test_the_evaluator_refuses_a_lock_or_results_file_that_is_a_link(
 
 
 def _launch(run_dir: Path, **plan: Any) -> int:
-    """run-eval's launch (launch/eval_run.py) of a checked plan whose every command is `true`."""
+    """run-eval's launch (launch/evaluate.py) of a checked plan whose every command is `true`."""
     settings = EvalSettings(serve_timeout=1, serve_stop_timeout=1)
-    return eval_run.launch(EvalPlan(settings, str(run_dir), ["true"], **plan))
+    return launch(EvalPlan(settings, str(run_dir), ["true"], **plan))
 
 
 def test_run_eval_launch_refuses_a_lock_that_is_a_link(tmp_path, outside, capsys):

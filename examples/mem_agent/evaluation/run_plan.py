@@ -197,7 +197,7 @@ def left_to_run(request: EvalRequest, settings: RunSettings) -> int | None:
     needs nothing the launch makes has passed (None while eval files are missing: the demo makes
     them); loads no tokenizer, contacts no server and writes nothing."""
     # A held folder is not refused here: the launch takes the folder's lock right after these checks
-    # and refuses it in one line that names SAVE_FILE, the setting the user changes (launch/eval_run.py).
+    # and refuses it in one line that names SAVE_FILE, the setting the user changes (launch/evaluate.py).
     plan = check_data(request, settings, allow_missing=True, lock=lambda: None)
     if not request.force:
         check_reuse(request.output_dir, plan.facts, [file.results_name for file in plan.files])

@@ -19,10 +19,10 @@ from mem_agent.evaluation.run_plan import RunSettings, check_packages
 from mem_agent.evaluation.suites import LONGBENCH, RULER, RULER_HQA
 from mem_agent.inference.agent_flags import reach_servers
 from mem_agent.launch.convert import Conversion, converted_path
-from mem_agent.launch.eval_run import Step
 from mem_agent.launch.eval_settings import SERVER_KNOBS, DpMode, EvalSettings, Mode
 from mem_agent.launch.problems import Problems, port_in_use
-from mem_agent.launch.serving import Server
+from mem_agent.launch.serving import VLLM_SERVER, Server, Step
+from mem_agent.serving.cpu_stack import router_argv
 
 MEM_AGENT_DIR = Path(__file__).resolve().parents[1]
 REPO = MEM_AGENT_DIR.parents[1]
@@ -66,13 +66,15 @@ def model_folder(
 
 
 def gpu_servers(
-    settings: EvalSettings, gpus: tuple[str, ...], serve: list[str], problems: Problems
+    settings: EvalSettings, gpus: tuple[str, ...], python: str, model: str, problems: Problems
 ) -> list[list[Server]]:
     """The servers of a GPU node, checked (enough GPUs, free ports, the router), in waves: DP_MODE=router
     puts replica i on GPUs [i*TP, (i+1)*TP) of the node's list at PORT+1+i, then vllm-router at PORT in
     front of them (metrics at PORT+DP+1); otherwise one server (vLLM's own --data-parallel-size) at PORT."""
     dp, tp, host, port = settings.dp, settings.tp, settings.host, settings.port
     routed = dp > 1 and settings.dp_mode is DpMode.ROUTER
+    serve = [python, *VLLM_SERVER, "--model", model, "--host", host, "--tensor-parallel-size", str(tp)]
+    serve += settings.extra_serve_args.split()
     ports = range(port, port + (dp + 2 if routed else 1))
     if dp * tp > len(gpus):
         have = f"NUM_GPUS={settings.num_gpus}" if settings.num_gpus else f"this node has {len(gpus)} ({' '.join(gpus)})"
@@ -91,15 +93,11 @@ def gpu_servers(
     if not routed:
         return [[server("vllm_server", gpus[: dp * tp], port, *(["--data-parallel-size", str(dp)] if dp > 1 else []))]]
     replicas = [server(f"vllm_server_{i}", gpus[i * tp : (i + 1) * tp], port + 1 + i) for i in range(dp)]
-    beside = Path(sys.executable).with_name("vllm-router")  # installed with the interpreter (the project's .venv)
-    router = str(beside) if beside.exists() else shutil.which("vllm-router")
-    if router is None:
+    command = router_argv([url for _, _, url in replicas], host, port, ports[-1])
+    if shutil.which(command[0]) is None:
         problems.missing(
             "command 'vllm-router' not found: DP_MODE=router puts it in front of the servers (pip install vllm-router)"
         )
-    command = [router or "vllm-router", "--host", host, "--port", str(port), "--worker-urls"]
-    command += [*(url for _, _, url in replicas), "--policy", "round_robin"]
-    command += ["--prometheus-host", host, "--prometheus-port", str(ports[-1])]
     return [replicas, [("vllm_router", command, f"http://{host}:{port}")]]
 
 
@@ -129,22 +127,15 @@ def check_needs(request: EvalRequest, checked: RunSettings, settings: EvalSettin
 def _check_files(request: EvalRequest, problems: Problems) -> None:
     """Each suite's files, found as the evaluator finds them (it reads them in full later)."""
     lengths = " ".join(map(str, request.lengths or ()))
-    get_hqa = f'DATA_ROOT={request.data_root} LENGTH="{lengths}" bash {MEM_AGENT_DIR}/prepare-eval-data.sh'
-    build_ruler = f"python -m mem_agent.build_ruler --out-dir {request.ruler_root} --tokenizer MODEL_PATH --lengths ..."
+    hqa = f'DATA_ROOT={request.data_root} LENGTH="{lengths}" bash {MEM_AGENT_DIR}/prepare-eval-data.sh --download'
+    ruler = f"python -m mem_agent.build_ruler --out-dir {request.ruler_root} --tokenizer MODEL_PATH --lengths ..."
+    longbench = (
+        "unpack LongBench's data.zip there: its data/ folder holds <task>.jsonl; docs/evaluation.md#longbench-qa"
+    )
     for suite, variable, root, get in (
-        (RULER_HQA, "DATA_ROOT", request.data_root, f"get them with: {get_hqa} --download, or --build-from RAW.json"),
-        (
-            RULER,
-            "RULER_ROOT",
-            request.ruler_root,
-            f"copy MemAgent's or RULER's files there, or make ours: {build_ruler}",
-        ),
-        (
-            LONGBENCH,
-            "LONGBENCH_ROOT",
-            request.longbench_root,
-            "unpack LongBench's data.zip there: its data/ folder holds <task>.jsonl; docs/evaluation.md#longbench-qa",
-        ),
+        (RULER_HQA, "DATA_ROOT", request.data_root, f"get them with: {hqa}, or --build-from RAW.json"),
+        (RULER, "RULER_ROOT", request.ruler_root, f"copy MemAgent's or RULER's files there, or make ours: {ruler}"),
+        (LONGBENCH, "LONGBENCH_ROOT", request.longbench_root, longbench),
     ):
         try:
             absent = [path.name for path in suite.find(request, allow_missing=True) if not path.is_file()]
@@ -156,39 +147,33 @@ def _check_files(request: EvalRequest, problems: Problems) -> None:
 
 
 def demo_data(python: str, data: Path, lengths: list[str], questions: int, problems: Problems) -> list[Step]:
-    """The steps that make the demo's data; what an earlier demo made is reused only if it has the
-    questions asked for now."""
+    """The steps that make the demo's data; what an earlier demo made is reused if it has the questions
+    asked for now."""
     raw = data / "synthetic_qa.json"
-    for path, count in [*((data / f"eval_{n}.json", questions) for n in lengths), (raw, 4 * questions)]:
-        if not path.is_file():
-            continue
+    wanted = {data / f"eval_{n}.json": questions for n in lengths} | {raw: 4 * questions}
+    reused = [path for path in wanted if path.is_file()]
+    for path in reused:
         try:
             found = str(len(check_eval_file(path)) if path != raw else sum(1 for _ in iter_json_array(path)))
         except ValueError as error:
             found = f"unreadable data ({error})"
-        if found != str(count):
+        if found != str(wanted[path]):
             problems.problem(
-                f"{path} (from an earlier demo) holds {found} questions, not {count} (DEMO_QUESTIONS="
+                f"{path} (from an earlier demo) holds {found} questions, not {wanted[path]} (DEMO_QUESTIONS="
                 f"{questions}): choose another SAVE_FILE, or move {data.parent} aside"
             )
     steps: list[Step] = [
         "demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)"
     ]
-    if raw.is_file():
-        steps.append(f"demo: reusing {raw} (made by an earlier run)")
-    else:
+    if reused:
+        steps.append(f"demo: reusing {' '.join(path.name for path in reused)} in {data} (made by an earlier run)")
+    if raw not in reused:
         made = [python, "-m", "mem_agent.synthetic_qa", "--out", str(raw), "--num-questions", str(4 * questions)]
         steps.append(("synthetic_qa", made))
-    reuse = [n for n in lengths if (data / f"eval_{n}.json").is_file()]
-    if reuse:
-        steps.append(f"demo: reusing {' '.join(f'eval_{n}.json' for n in reuse)} in {data} (made by an earlier run)")
-    if build := [n for n in lengths if n not in reuse]:
+    if build := [n for n in lengths if data / f"eval_{n}.json" not in reused]:
         # text layout at every length: the demo's synthetic set is too small a corpus for index files
-        builder = [python, "-m", "mem_agent.build_long_context", "--input", str(raw), "--layout", "text"]
+        builder = [python, "-m", "mem_agent.build_long_context", "--input", str(raw), "--layout", "text", "--num-docs"]
         steps.append(
-            (
-                "build_long_context",
-                [*builder, "--num-docs", *build, "--num-questions", str(questions), "--out-dir", str(data)],
-            )
+            ("build_long_context", [*builder, *build, "--num-questions", str(questions), "--out-dir", str(data)])
         )
     return steps

@@ -1,28 +1,36 @@
 """Evaluate a memory agent: every setting checked at once, the model served, the evaluator run.
 
-run-eval.sh `exec`s this command; it plans the run (`EvalPlan`) and launches it in this same process
-(launch/eval_run.py). The evaluator's flags are checked by its own parser and checks, in-process,
-which also count the items left to run: with none, nothing is served.
+run-eval.sh `exec`s this command, so a signal sent to the script reaches it. It checks and plans the
+run (`EvalPlan`; the evaluator's flags by the evaluator's own parser and checks, in-process, which
+also count the items left: with none, nothing is served), then runs the plan in this same process
+under the run folder's lock, and stops every session it started: at the end, on SIGTERM, SIGINT or
+SIGHUP (exit 128 + the signal) and, through their tethers, on SIGKILL.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from mem_agent.common.console import flag_name
+from mem_agent.common.guarded_files import check_outputs, open_lock
+from mem_agent.common.printable import printable, shell_line
+from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.request import EvalRequest, parse_request
-from mem_agent.evaluation.run_plan import RunSettings, check_arguments, left_to_run
+from mem_agent.evaluation.run_plan import check_arguments, left_to_run
+from mem_agent.launch.convert import Conversion, convert
 from mem_agent.launch.eval_checks import check_needs, demo_data, gpu_servers, model_folder, node_gpus
-from mem_agent.launch.eval_run import SERVER_LOGS, EvalPlan, Step, launch
 from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder, runs
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Command, read
-from mem_agent.launch.serving import CPU_STACK, VLLM_SERVER
+from mem_agent.launch.serving import CPU_STACK, Group, Server, Step
+from mem_agent.serving.cpu_stack import STACK_LOGS
+from mem_agent.serving.processes import ServerStartError, wait_healthy
 
 COMMAND = Command(
     "mem_agent.launch.evaluate",
@@ -40,6 +48,23 @@ COMMAND = Command(
     " by scripts/bootstrap.sh; else python3; mem-agent run-eval's: its own).",
 )
 Flags = list[tuple[str, list[str]]]  # the evaluator's flags, each after the setting that gives them ("": the launch)
+SERVER_LOGS = "servers"  # the servers' logs, in the run folder
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """A checked run (launch/evaluate.py), in the order it runs: the conversion, the steps (the demo's
+    data), the servers wave by wave (each wave started together, healthy before the next), then the
+    evaluator, which the CPU stack runs where `stack` names it."""
+
+    settings: EvalSettings
+    run_dir: str  # OUTPUT_ROOT/SAVE_FILE: locked; server logs in servers/
+    evaluate: list[str]
+    steps: tuple[Step, ...] = ()
+    servers: tuple[list[Server], ...] = ()
+    stack: tuple[str, ...] = ()
+    conversion: Conversion | None = None
 
 
 def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
@@ -56,55 +81,30 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
     lengths = document_counts(settings)
     model, conversion = model_folder(settings, environ, problems)
     python = environ.get("PYTHON", "").strip() or sys.executable  # run-eval.sh's, as the user set it
-    serve = [
-        python,
-        *VLLM_SERVER,
-        "--model",
-        model,
-        "--host",
-        settings.host,
-        "--tensor-parallel-size",
-        str(settings.tp),
-    ]
-    servers = gpu_servers(settings, gpus, [*serve, *settings.extra_serve_args.split()], problems) if gpus else []
+    servers = gpu_servers(settings, gpus, python, model, problems) if gpus else []
     steps: list[Step] = []
     if mode is Mode.DEMO:
         steps = demo_data(python, Path(run_dir, "data"), lengths, settings.demo_questions, problems)
     flags = _evaluator_flags(settings, environ, run_dir, lengths, model, on_gpus=bool(gpus))
-    url = settings.url or (servers[-1][0][2] if servers else "")
-    checked = _check_evaluator(
-        [*flags, (f"URL={url}" if settings.url else "", ["--url", url] if url else [])], problems
-    )
-    if checked is not None:
-        check_needs(*checked, settings, problems)
-    left = _left_to_run(*checked, problems) if checked is not None and not problems.found else None
+    url = settings.url or (servers[-1][0][2] if servers else "")  # none: the CPU stack names its own
+    to_url = (f"URL={url}" if settings.url else "", ["--url", url] if url else [])
+    left = _check_evaluator([*flags, to_url], settings, problems)
     evaluate = [python, "-m", "mem_agent.eval_ruler_hqa", *(word for _, words in flags for word in words)]
     if left == 0 and conversion is None:
         nothing = f"nothing left to run in {run_dir}: every item has a result, so no server is started"
         return EvalPlan(settings, run_dir, evaluate, steps=(nothing,))
-    if gpus:
-        if settings.dry_run:
-            used = f"{settings.dp * settings.tp} of {len(gpus)} GPU(s) ({' '.join(gpus)})"
-            steps.append(
-                f"dry run: DP={settings.dp} x TP={settings.tp} = {used}, DP_MODE={settings.dp_mode}, serving at {url}"
-            )
-        return EvalPlan(
-            settings, run_dir, [*evaluate, "--url", url], tuple(steps), tuple(servers), conversion=conversion
+    stack: list[str] = []
+    if gpus and settings.dry_run:
+        used = f"{settings.dp * settings.tp} of {len(gpus)} GPU(s) ({' '.join(gpus)})"
+        steps.append(
+            f"dry run: DP={settings.dp} x TP={settings.tp} = {used}, DP_MODE={settings.dp_mode}, serving at {url}"
         )
-    if mode is Mode.URL:
-        return EvalPlan(settings, run_dir, [*evaluate, "--url", url], conversion=conversion)
-    if mode is Mode.SERVE:
-        steps.append(f"no GPU found: serving {model} with vLLM's CPU build (slow beyond small models)")
-    stack = [
-        python,
-        *CPU_STACK,
-        "exec",
-        *(["--model", model] if model else []),
-        "--run-dir",
-        str(Path(run_dir, SERVER_LOGS)),
-    ]
-    stack += ["--start-timeout", str(settings.serve_timeout)]
-    return EvalPlan(settings, run_dir, evaluate, tuple(steps), stack=tuple(stack), conversion=conversion)
+    elif not url:
+        if mode is Mode.SERVE:
+            steps.append(f"no GPU found: serving {model} with vLLM's CPU build (slow beyond small models)")
+        stack = [python, *CPU_STACK, "exec", *(["--model", model] if model else []), "--run-dir"]
+        stack += [str(Path(run_dir, SERVER_LOGS)), "--start-timeout", str(settings.serve_timeout)]
+    return EvalPlan(settings, run_dir, [*evaluate, *to_url[1]], tuple(steps), tuple(servers), tuple(stack), conversion)
 
 
 def _evaluator_flags(
@@ -139,10 +139,11 @@ def _evaluator_flags(
     return [*flags, (f"EXTRA_EVAL_ARGS={' '.join(extra)}", extra)]
 
 
-def _check_evaluator(flags: Flags, problems: Problems) -> tuple[EvalRequest, RunSettings] | None:
+def _check_evaluator(flags: Flags, settings: EvalSettings, problems: Problems) -> int | None:
     """The evaluator's own parser and checks (in-process) over the flags it will run with, each
     setting's added in turn: a problem the added flags bring is named by that setting, once, and its
-    flags are left out of the later checks. The checked request; None where none could be made."""
+    flags are left out of the later checks. Then what the request needs of this machine, and the items
+    left to run, the data read in full only once every other setting is right; None while unknown."""
     words: list[str] = []
     seen: set[str] = set()
     checked = None
@@ -151,20 +152,102 @@ def _check_evaluator(flags: Flags, problems: Problems) -> tuple[EvalRequest, Run
             request = parse_request([*words, *more], raising=True)
             checked, found = (request, check_arguments(request)), []
         except (UsageError, ValueError) as error:
-            found = [text for text in getattr(error, "problems", None) or [str(error)] if text not in seen]
+            found = [text for text in _problems(error) if text not in seen]
         problems.extend(found, f"{owner}: " if owner else "")
         seen.update(found)
         words += [] if owner and found else more
-    return checked
-
-
-def _left_to_run(request: EvalRequest, checked: RunSettings, problems: Problems) -> int | None:
-    """Items left to run, the data read in full (once every other setting is right); None while unknown."""
-    try:
-        return left_to_run(request, checked)
-    except (UsageError, ValueError) as error:
-        problems.extend(getattr(error, "problems", None) or [str(error)])
+    if checked is None:
         return None
+    check_needs(*checked, settings, problems)
+    try:
+        return None if problems.found else left_to_run(*checked)
+    except (UsageError, ValueError) as error:
+        problems.extend(_problems(error))
+        return None
+
+
+def _problems(error: Exception) -> list[str]:
+    return getattr(error, "problems", None) or [str(error)]
+
+
+def launch(plan: EvalPlan) -> int:
+    """Run `plan`: under the run folder's lock, every session it starts stopped at the end or on a signal."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # a test's stand-in stdout may have none
+    if reconfigure is not None:
+        reconfigure(line_buffering=True)  # ours and the children's lines in order
+    if plan.settings.dry_run:
+        return _execute(plan, None, ())
+    for number in _STOP_SIGNALS:
+        signal.signal(number, _raise_signalled)
+    group = Group(plan.settings.serve_stop_timeout)
+    try:
+        return _execute(plan, group, (_hold_run_folder(Path(plan.run_dir)),))
+    except (UsageError, ServerStartError) as error:  # a held folder, a link on the way; a server that failed
+        print(printable(f"error: {error}"), file=sys.stderr)
+        return 2 if isinstance(error, UsageError) else 1
+    except _Signalled as signalled:
+        return 128 + signalled.number
+    finally:
+        group.stop()
+
+
+def _execute(plan: EvalPlan, group: Group | None, lock: tuple[int, ...]) -> int:
+    """The plan's commands in order, each printed instead where there is no `group` (a dry run); the
+    evaluator (and the stack running it) keeps the run folder's `lock`."""
+    settings, run_dir = plan.settings, Path(plan.run_dir)
+
+    def run(name: str, argv: Sequence[str], pass_fds: Sequence[int] = ()) -> int:
+        if group is None:
+            print(shell_line(argv))
+            return 0
+        return group.run(name, argv, pass_fds)
+
+    if plan.conversion is not None and (code := convert(plan.conversion, lambda argv: run("convert", argv))):
+        return code
+    for step in plan.steps:
+        if isinstance(step, str):
+            print(printable(step))
+        elif code := run(*step):
+            return code
+    for wave in plan.servers:
+        started = []
+        for name, argv, url in wave:
+            if group is None:
+                print(shell_line(argv))
+                continue
+            log = run_dir / SERVER_LOGS / f"{name}.log"
+            started.append((group.start(name, argv, log, log_root=run_dir), url))
+            print(printable(f"started {name} (pid {started[-1][0].pid}, log {log})"))
+        for process, url in started:
+            seconds = wait_healthy(process, f"{url}/health", settings.serve_timeout, settings.health_interval)
+            print(f"{process.name} is up at {url} after {seconds:.0f} s", flush=True)
+    if plan.stack and group is not None:  # the stack writes its logs where it is told: no link on the way there
+        check_outputs([run_dir / SERVER_LOGS / name for name in STACK_LOGS], root=run_dir)
+    evaluate = [*plan.stack, "--", *plan.evaluate] if plan.stack else plan.evaluate
+    return run("local_stack" if plan.stack else "evaluator", evaluate, lock)
+
+
+def _hold_run_folder(folder: Path) -> int:
+    """The run folder's lock, through a descriptor this process keeps for its life and passes to the
+    evaluator, which runs under it (run_folder.LOCK_FD_ENV) instead of refusing itself."""
+    descriptor = open_lock(lock_path(folder))
+    hold_descriptor(descriptor, folder, os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
+    os.environ[LOCK_FD_ENV] = str(descriptor)
+    return descriptor
+
+
+class _Signalled(Exception):
+    def __init__(self, number: int) -> None:
+        super().__init__(f"signal {number}")
+        self.number = number
+
+
+def _raise_signalled(number: int, frame: object) -> None:
+    """The first stop signal unwinds the launch (its `finally` stops every session); later ones are
+    ignored, so that the stop it started, which ends in SIGKILL by itself, is not cut short."""
+    for other in _STOP_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    raise _Signalled(number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

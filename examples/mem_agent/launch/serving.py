@@ -15,6 +15,7 @@ VLLM_SERVER = ("-m", "vllm.entrypoints.openai.api_server")  # after the interpre
 CPU_STACK_MODULE = "mem_agent.local_stack"  # vLLM's CPU build behind vllm-router (serving/cpu_stack.py)
 CPU_STACK = ("-m", CPU_STACK_MODULE)  # after the interpreter
 Server = tuple[str, list[str], str]  # a server's name (its log: servers/<name>.log), command and URL
+Step = str | tuple[str, list[str]]  # a line for a person, or a command (its name, its words) run in the foreground
 
 
 class Group:
