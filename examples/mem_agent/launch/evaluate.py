@@ -54,7 +54,7 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 @dataclass(frozen=True)
 class EvalPlan:
-    """A checked run (launch/evaluate.py), in the order it runs: the conversion, the steps (the demo's
+    """A checked run (`_plan`), in the order it runs: the conversion, the steps (the demo's
     data), the servers wave by wave (each wave started together, healthy before the next), then the
     evaluator, which the CPU stack runs where `stack` names it."""
 
@@ -177,9 +177,9 @@ def launch(plan: EvalPlan) -> int:
         reconfigure(line_buffering=True)  # ours and the children's lines in order
     if plan.settings.dry_run:
         return _execute(plan, None, ())
+    group = Group(plan.settings.serve_stop_timeout)
     for number in _STOP_SIGNALS:
         signal.signal(number, _raise_signalled)
-    group = Group(plan.settings.serve_stop_timeout)
     try:
         return _execute(plan, group, (_hold_run_folder(Path(plan.run_dir)),))
     except (UsageError, ServerStartError) as error:  # a held folder, a link on the way; a server that failed
