@@ -17,19 +17,17 @@ import logging
 import os
 import re
 import stat
-import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from mem_agent import compare, eval_ruler_hqa, train_summary, view
 from mem_agent.common.guarded_files import Refused, append_bytes, place_file, write_text_atomic
 from mem_agent.common.run_folder import LOCK_NAME, lock_run_folder
-from mem_agent.launch import eval_run
-from mem_agent.launch.eval_run import EvalPlan
 from mem_agent.launch.eval_settings import EvalSettings
-from mem_agent.launch.serving import GpuLayout
+from mem_agent.launch.evaluate import EvalPlan, launch
 from mem_agent.observability import rollout_logging
 from mem_agent.observability.host_logging import METRICS_FILE, append_metrics_line
 from mem_agent.serving.processes import start_process
@@ -118,12 +116,10 @@ def test_the_evaluator_refuses_a_lock_or_results_file_that_is_a_link(
         assert _untouched(outside)
 
 
-def _launch(run_dir: Path, serving: str, url: str = "", left_to_run: int | None = None, **plan: object) -> int:
-    """run-eval's launch (launch/eval_run.py) of a checked plan whose every command is `true`."""
-    settings = EvalSettings(serve_timeout=1, serve_stop_timeout=1, **({"url": url} if url else {}))
-    return eval_run.launch(
-        EvalPlan(settings, sys.executable, str(run_dir), serving, left_to_run, ["true"], ["true"], **plan)
-    )
+def _launch(run_dir: Path, **plan: Any) -> int:
+    """run-eval's launch (launch/evaluate.py) of a checked plan whose every command is `true`."""
+    settings = EvalSettings(serve_timeout=1, serve_stop_timeout=1)
+    return launch(EvalPlan(settings, str(run_dir), ["true"], **plan))
 
 
 def test_run_eval_launch_refuses_a_lock_that_is_a_link(tmp_path, outside, capsys):
@@ -132,7 +128,7 @@ def test_run_eval_launch_refuses_a_lock_that_is_a_link(tmp_path, outside, capsys
         run_dir = tmp_path / f"run-{target.name}"
         link = _link(run_dir / LOCK_NAME, target)
         capsys.readouterr()
-        assert _launch(run_dir, "url", url="http://127.0.0.1:9", left_to_run=0) == 2
+        assert _launch(run_dir) == 2
         assert _one_line_naming(capsys.readouterr().err, link)
     assert _untouched(outside) and not (tmp_path / "outside" / "made.txt").exists()
 
@@ -176,12 +172,12 @@ def test_server_logs_are_never_written_through_a_link(tmp_path, outside, capsys)
     log = _link(run / "servers" / "vllm_server.log", outside)
     with pytest.raises(Refused, match=r"vllm_server\.log"):
         start_process("vllm_server", ["true"], log, log_root=run)
-    gpu = GpuLayout(("0",), 1, 1, "vllm", "127.0.0.1", 8000)
-    for serving, plan in (("gpu", {"layout": gpu}), ("cpu", {"model": str(tmp_path)})):
+    gpu = [("vllm_server", ["true"], "http://127.0.0.1:9")]
+    for serving, plan in (("gpu", {"servers": (gpu,)}), ("cpu", {"stack": ("true",)})):
         run_dir = tmp_path / f"run-{serving}"
         servers = _link(run_dir / "servers", outside.parent)
         capsys.readouterr()
-        assert _launch(run_dir, serving, **plan) == 2
+        assert _launch(run_dir, **plan) == 2
         assert _one_line_naming(capsys.readouterr().err, servers)
     assert [p.name for p in outside.parent.iterdir()] == [outside.name] and _untouched(outside)
 
@@ -200,7 +196,7 @@ def test_a_hard_linked_lock_is_refused_and_its_other_name_keeps_every_byte(
     argv = ["--data-root", str(data_root), "--lengths", "6", "--output-dir", str(folders["eval"]), "--url"]
     assert eval_ruler_hqa.main([*argv, instant_server, *FAST]) == 2
     assert _one_line_naming(capsys.readouterr().err, folders["eval"] / LOCK_NAME)
-    assert _launch(folders["launch"], "url", url="http://127.0.0.1:9", left_to_run=0) == 2
+    assert _launch(folders["launch"]) == 2
     assert _one_line_naming(capsys.readouterr().err, folders["launch"] / LOCK_NAME)
     with caplog.at_level(logging.ERROR):
         assert rollout_logging._records_folder(SimpleNamespace(save=str(folders["save"]))) is None

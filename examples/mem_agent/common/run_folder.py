@@ -12,7 +12,7 @@ record would truncate) or not a regular file (a FIFO) is refused in one line, an
 points to is never touched.
 
 A lock belongs to an open file description, not to a process: a child that inherits the
-descriptor shares it. run-eval.sh's launch (launch/eval_run.py) takes the lock through a descriptor
+descriptor shares it. run-eval.sh's launch (launch/evaluate.py) takes the lock through a descriptor
 of its own and names it in `_MEM_RUN_LOCK_FD`; a command started by it finds it there and runs under it instead of
 refusing itself. Such a child must never unlock: that would release its parent's lock too.
 """

@@ -97,7 +97,7 @@ def check_run(request: EvalRequest, settings: RunSettings, *, lock: Callable[[],
     """Every check of the run before it contacts a server (see the module docstring). `lock` takes
     the output folder's lock before anything in it is read (the run); None (`--check`) refuses a
     folder a live run holds instead, and takes nothing."""
-    _check_packages(request)
+    check_packages(request)
     plan = check_data(request, settings, allow_missing=False, lock=lock or _refuse_if_held(request.output_dir))
     check_run_outputs(request.output_dir, plan.files, plot=not request.no_plot)
     results = [file.results_name for file in plan.files]
@@ -118,7 +118,7 @@ def check_run(request: EvalRequest, settings: RunSettings, *, lock: Callable[[],
     return CheckedRun(plan, reader, facts, earlier)
 
 
-def _check_packages(request: EvalRequest) -> None:
+def check_packages(request: EvalRequest) -> None:
     """The optional packages the run needs, named with the extra that installs them, before any work."""
     if not request.no_plot and importlib.util.find_spec("matplotlib") is None:
         raise UsageError(
@@ -197,7 +197,7 @@ def left_to_run(request: EvalRequest, settings: RunSettings) -> int | None:
     needs nothing the launch makes has passed (None while eval files are missing: the demo makes
     them); loads no tokenizer, contacts no server and writes nothing."""
     # A held folder is not refused here: the launch takes the folder's lock right after these checks
-    # and refuses it in one line that names SAVE_FILE, the setting the user changes (launch/eval_run.py).
+    # and refuses it in one line that names SAVE_FILE, the setting the user changes (launch/evaluate.py).
     plan = check_data(request, settings, allow_missing=True, lock=lambda: None)
     if not request.force:
         check_reuse(request.output_dir, plan.facts, [file.results_name for file in plan.files])

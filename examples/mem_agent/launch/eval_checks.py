@@ -1,29 +1,28 @@
-"""run-eval.sh's checks of the machine: the node's GPUs (or a dry run's preview), the model (or
-the folder CONVERT=1 converts into), the data, the server at URL, the ports, the router, the
-packages, and the data an earlier demo left. Every finding goes to `Problems`: a value that cannot
-work is a problem, what this machine lacks is one only in a real run (a warning in a dry run).
+"""run-eval.sh's checks of the machine and of what it serves, each finding a `Problems` entry: a
+value that cannot work is a problem, what this machine lacks is one only in a real run.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import shutil
-import socket
 import subprocess
 import sys
-import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 
 from mem_agent.common.jsonstream import iter_json_array
+from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.files import check_eval_file
-from mem_agent.evaluation.suites.longbench import LONGBENCH
-from mem_agent.evaluation.suites.ruler import RULER
+from mem_agent.evaluation.request import EvalRequest
+from mem_agent.evaluation.run_plan import RunSettings, check_packages
+from mem_agent.evaluation.suites import LONGBENCH, RULER, RULER_HQA
+from mem_agent.inference.agent_flags import reach_servers
 from mem_agent.launch.convert import Conversion, converted_path
-from mem_agent.launch.eval_settings import SERVER_KNOBS, EvalSettings, Mode, Suite, runs
+from mem_agent.launch.eval_settings import SERVER_KNOBS, DpMode, EvalSettings, Mode
 from mem_agent.launch.problems import Problems, port_in_use
-from mem_agent.launch.serving import GpuLayout
+from mem_agent.launch.serving import VLLM_SERVER, Server, Step
+from mem_agent.serving.cpu_stack import router_argv
 
 MEM_AGENT_DIR = Path(__file__).resolve().parents[1]
 REPO = MEM_AGENT_DIR.parents[1]
@@ -56,6 +55,8 @@ def model_folder(
     """MODEL_PATH, or with CONVERT=1 the folder the conversion writes and the conversion (its checks
     are ours, prefixed)."""
     if not settings.convert:
+        if settings.model_path and not (Path(settings.model_path) / "config.json").is_file():
+            problems.missing(f"MODEL_PATH={settings.model_path} is not a Hugging Face model folder (no config.json)")
         return settings.model_path, None
     if not environ.get("SINGLE_ITER", "").strip():
         problems.problem("CONVERT=1 needs SINGLE_ITER (the iteration to convert, e.g. 99)")
@@ -64,131 +65,115 @@ def model_folder(
     return str(folder), conversion
 
 
-def check_machine(settings: EvalSettings, mode: Mode, lengths: list[str], problems: Problems) -> None:
-    """What this machine must have: the data, the model, the server at URL, the packages."""
-    if mode is not Mode.DEMO and runs(settings, Suite.RULER):
-        _check_ruler_files(settings, problems)
-    if mode is not Mode.DEMO and runs(settings, Suite.LONGBENCH):
-        _check_longbench_files(settings, problems)
-    if mode is not Mode.DEMO and runs(settings, Suite.HQA):
-        absent = [f"eval_{n}.json" for n in lengths if not (Path(settings.data_root) / f"eval_{n}.json").is_file()]
-        if absent:
-            get = (
-                f'DATA_ROOT={settings.data_root} LENGTH="{" ".join(lengths)}" bash {MEM_AGENT_DIR}/prepare-eval-data.sh'
-            )
-            problems.missing(
-                f"DATA_ROOT={settings.data_root} lacks {' '.join(absent)} (get them with: {get} --download,"
-                " or --build-from RAW.json)"
-            )
-    if settings.model_path and not settings.convert and not (Path(settings.model_path) / "config.json").is_file():
-        problems.missing(f"MODEL_PATH={settings.model_path} is not a Hugging Face model folder (no config.json)")
-    if settings.url:
-        _reach(settings.url, problems)
-    needed = [] if settings.url else ["vllm"]  # serving, on GPUs or on the CPU stack
-    needed += [] if "--no-plot" in settings.extra_eval_args.split() else ["matplotlib"]  # the accuracy plot
-    absent = [name for name in needed if importlib.util.find_spec(name) is None]
-    if absent:
-        problems.missing(
-            f"{sys.executable} cannot import {', '.join(absent)}: run bash {REPO}/scripts/bootstrap.sh (it makes"
-            f" {REPO}/.venv with everything), or set PYTHON to an interpreter with mem-agent installed"
-            f" (pip install -e '{REPO}[eval]')"
-        )
-
-
-def _check_ruler_files(settings: EvalSettings, problems: Problems) -> None:
-    """Every split x length file is there, found as the evaluator finds them (their items are read in
-    full by the evaluator's own checks)."""
-    root = Path(settings.ruler_root)
-    wanted = SimpleNamespace(
-        ruler_root=root,
-        ruler_splits=settings.ruler_splits.split(),
-        ruler_lengths=[int(n) for n in settings.ruler_lengths.split()],
-    )
-    absent = (
-        [path.name for path in RULER.find(wanted, allow_missing=True) if not path.is_file()] if root.is_dir() else []
-    )
-    if absent or not root.is_dir():
-        shown = " ".join(absent[:4]) + (f" and {len(absent) - 4} more" if len(absent) > 4 else "") or "its files"
-        build = f"python -m mem_agent.build_ruler --out-dir {root} --tokenizer MODEL_PATH --lengths ..."
-        problems.missing(
-            f"RULER_ROOT={root} lacks {shown} (copy MemAgent's or RULER's files there, or make ours: {build})"
-        )
-
-
-def _check_longbench_files(settings: EvalSettings, problems: Problems) -> None:
-    """Every task's file is there, found as the evaluator finds them."""
-    root = Path(settings.longbench_root)
-    wanted = SimpleNamespace(longbench_root=root, longbench_tasks=settings.longbench_tasks.split())
-    absent = [path.name for path in LONGBENCH.find(wanted, allow_missing=True) if not path.is_file()]
-    if absent:
-        problems.missing(
-            f"LONGBENCH_ROOT={root} lacks {' '.join(absent)} (unpack LongBench's data.zip there: its data/ folder"
-            " holds <task>.jsonl; docs/evaluation.md#longbench-qa)"
-        )
-
-
-def _reach(url: str, problems: Problems) -> None:
-    """One TCP connection before anything is written: an address where nothing listens is one line
-    now, not a run whose every item fails after its retries."""
-    address = urllib.parse.urlsplit(url)
-    try:
-        port = address.port or (443 if address.scheme == "https" else 80)
-    except ValueError:
-        problems.problem(f"URL={url} has no valid port")
-        return
-    try:
-        socket.create_connection((address.hostname or "", port), timeout=10).close()
-    except OSError:
-        problems.missing(
-            f"URL={url}: nothing answers at {address.hostname}:{port}; start the server or router first, or fix URL"
-        )
-
-
-def check_layout(settings: EvalSettings, layout: GpuLayout, problems: Problems) -> str:
-    """Enough GPUs, free ports, the router; returns the router's path (with DP_MODE=router)."""
-    needed = settings.dp * settings.tp
-    if needed > len(layout.gpus):
-        have = (
-            f"NUM_GPUS={settings.num_gpus}"
-            if settings.num_gpus
-            else f"this node has {len(layout.gpus)} ({' '.join(layout.gpus)})"
-        )
-        (problems.problem if settings.num_gpus else problems.missing)(
-            f"DP={settings.dp} x TP={settings.tp} needs {needed} GPUs; {have}"
-        )
-    if layout.ports[-1] > 65535:
-        problems.problem(f"PORT={settings.port}: the router mode needs ports up to PORT+DP+1 = {layout.ports[-1]}")
+def gpu_servers(
+    settings: EvalSettings, gpus: tuple[str, ...], python: str, model: str, problems: Problems
+) -> list[list[Server]]:
+    """The servers of a GPU node, checked (enough GPUs, free ports, the router), in waves: DP_MODE=router
+    puts replica i on GPUs [i*TP, (i+1)*TP) of the node's list at PORT+1+i, then vllm-router at PORT in
+    front of them (metrics at PORT+DP+1); otherwise one server (vLLM's own --data-parallel-size) at PORT."""
+    dp, tp, host, port = settings.dp, settings.tp, settings.host, settings.port
+    routed = dp > 1 and settings.dp_mode is DpMode.ROUTER
+    serve = [python, *VLLM_SERVER, "--model", model, "--host", host, "--tensor-parallel-size", str(tp)]
+    serve += settings.extra_serve_args.split()
+    ports = range(port, port + (dp + 2 if routed else 1))
+    if dp * tp > len(gpus):
+        have = f"NUM_GPUS={settings.num_gpus}" if settings.num_gpus else f"this node has {len(gpus)} ({' '.join(gpus)})"
+        (problems.problem if settings.num_gpus else problems.missing)(f"DP={dp} x TP={tp} needs {dp * tp} GPUs; {have}")
+    if ports[-1] > 65535:
+        problems.problem(f"PORT={port}: the router mode needs ports up to PORT+DP+1 = {ports[-1]}")
     elif not settings.dry_run:
-        for port in layout.ports:
-            if port_in_use(port):
-                problems.problem(f"port {port} is already in use on this node: choose another PORT")
-    if not layout.behind_router:
-        return ""
-    beside = Path(sys.executable).with_name("vllm-router")  # installed with the interpreter (the project's .venv)
-    router = str(beside) if beside.exists() else shutil.which("vllm-router")
-    if router is None:
+        problems.extend(
+            f"port {n} is already in use on this node: choose another PORT" for n in ports if port_in_use(n)
+        )
+
+    def server(name: str, devices: tuple[str, ...], at: int, *more: str) -> Server:
+        command = ["env", f"CUDA_VISIBLE_DEVICES={','.join(devices)}", *serve, "--port", str(at), *more]
+        return name, command, f"http://{host}:{at}"
+
+    if not routed:
+        return [[server("vllm_server", gpus[: dp * tp], port, *(["--data-parallel-size", str(dp)] if dp > 1 else []))]]
+    replicas = [server(f"vllm_server_{i}", gpus[i * tp : (i + 1) * tp], port + 1 + i) for i in range(dp)]
+    command = router_argv([url for _, _, url in replicas], host, port, ports[-1])
+    if shutil.which(command[0]) is None:
         problems.missing(
             "command 'vllm-router' not found: DP_MODE=router puts it in front of the servers (pip install vllm-router)"
         )
-    return router or "vllm-router"
+    return [replicas, [("vllm_router", command, f"http://{host}:{port}")]]
 
 
-def check_demo_data(data: Path, lengths: list[str], questions: int, problems: Problems) -> None:
-    """Data an earlier demo made is reused only if it has the questions asked for now."""
-    wanted = {f"eval_{n}.json": questions for n in lengths} | {"synthetic_qa.json": 4 * questions}
-    for name, count in wanted.items():
-        if not (data / name).is_file():
-            continue
+def check_needs(request: EvalRequest, checked: RunSettings, settings: EvalSettings, problems: Problems) -> None:
+    """What the evaluator's `request` needs of this machine: vLLM where it is served here, the
+    evaluator's packages, each suite's files (not the demo's: it makes them), the server at URL."""
+    if not settings.url and importlib.util.find_spec("vllm") is None:
+        problems.missing(
+            f"{sys.executable} cannot import vllm: run bash {REPO}/scripts/bootstrap.sh (it makes"
+            f" {REPO}/.venv with everything), or set PYTHON to an interpreter with mem-agent installed"
+            f" (pip install -e '{REPO}[eval]')"
+        )
+    try:
+        check_packages(request)
+    except UsageError as error:
+        problems.missing(str(error))
+    if settings.mode() is not Mode.DEMO:
+        _check_files(request, problems)
+    try:
+        reach_servers(list(checked.servers) if settings.url else [])
+    except UsageError as error:
+        problems.missing(f"URL={settings.url}: {error}; start the server or router first, or fix URL")
+    except ValueError as error:  # a port that is not one
+        problems.problem(f"URL={settings.url}: {error}")
+
+
+def _check_files(request: EvalRequest, problems: Problems) -> None:
+    """Each suite's files, found as the evaluator finds them (it reads them in full later)."""
+    lengths = " ".join(map(str, request.lengths or ()))
+    hqa = f'DATA_ROOT={request.data_root} LENGTH="{lengths}" bash {MEM_AGENT_DIR}/prepare-eval-data.sh --download'
+    ruler = f"python -m mem_agent.build_ruler --out-dir {request.ruler_root} --tokenizer MODEL_PATH --lengths ..."
+    longbench = (
+        "unpack LongBench's data.zip there: its data/ folder holds <task>.jsonl; docs/evaluation.md#longbench-qa"
+    )
+    for suite, variable, root, get in (
+        (RULER_HQA, "DATA_ROOT", request.data_root, f"get them with: {hqa}, or --build-from RAW.json"),
+        (RULER, "RULER_ROOT", request.ruler_root, f"copy MemAgent's or RULER's files there, or make ours: {ruler}"),
+        (LONGBENCH, "LONGBENCH_ROOT", request.longbench_root, longbench),
+    ):
         try:
-            found = str(len(check_eval_file(data / name))) if name != "synthetic_qa.json" else str(_items(data / name))
+            absent = [path.name for path in suite.find(request, allow_missing=True) if not path.is_file()]
+        except UsageError:  # not a folder
+            absent = ["its files"]
+        if absent:
+            shown = " ".join(absent[:8]) + (f" and {len(absent) - 8} more" if len(absent) > 8 else "")
+            problems.missing(f"{variable}={root} lacks {shown} ({get})")
+
+
+def demo_data(python: str, data: Path, lengths: list[str], questions: int, problems: Problems) -> list[Step]:
+    """The steps that make the demo's data; what an earlier demo made is reused if it has the questions
+    asked for now."""
+    raw = data / "synthetic_qa.json"
+    wanted = {data / f"eval_{n}.json": questions for n in lengths} | {raw: 4 * questions}
+    reused = [path for path in wanted if path.is_file()]
+    for path in reused:
+        try:
+            found = str(len(check_eval_file(path)) if path != raw else sum(1 for _ in iter_json_array(path)))
         except ValueError as error:
             found = f"unreadable data ({error})"
-        if found != str(count):
+        if found != str(wanted[path]):
             problems.problem(
-                f"{data / name} (from an earlier demo) holds {found} questions, not {count} (DEMO_QUESTIONS="
+                f"{path} (from an earlier demo) holds {found} questions, not {wanted[path]} (DEMO_QUESTIONS="
                 f"{questions}): choose another SAVE_FILE, or move {data.parent} aside"
             )
-
-
-def _items(path: Path) -> int:
-    return sum(1 for _ in iter_json_array(path))
+    steps: list[Step] = [
+        "demo: synthetic multi-hop QA made by mem_agent.synthetic_qa (real HotpotQA is not downloaded here)"
+    ]
+    if reused:
+        steps.append(f"demo: reusing {' '.join(path.name for path in reused)} in {data} (made by an earlier run)")
+    if raw not in reused:
+        made = [python, "-m", "mem_agent.synthetic_qa", "--out", str(raw), "--num-questions", str(4 * questions)]
+        steps.append(("synthetic_qa", made))
+    if build := [n for n in lengths if data / f"eval_{n}.json" not in reused]:
+        # text layout at every length: the demo's synthetic set is too small a corpus for index files
+        builder = [python, "-m", "mem_agent.build_long_context", "--input", str(raw), "--layout", "text", "--num-docs"]
+        steps.append(
+            ("build_long_context", [*builder, *build, "--num-questions", str(questions), "--out-dir", str(data)])
+        )
+    return steps

@@ -1,15 +1,9 @@
-"""run-eval.sh's settings, declared once (settings/declared.py), and the rules of its three modes.
+"""run-eval.sh's settings, declared once (settings/declared.py), and the rules of its three modes
+(docs/evaluation.md). A setting the chosen mode would ignore is a problem, judged on what the user set.
 
-The mode follows from what is set: URL evaluates a running server; MODEL_PATH (or CONVERT=1) serves
-a model here, on the GPUs nvidia-smi lists or on vLLM's CPU build; neither is the CPU demo. A
-setting the chosen mode would ignore is a problem, judged on what the user set (`Problems.unused`).
-
-The evaluator's flags that run-eval.sh sets by variable (PROTOCOL, RULER_SPLITS, ...) are not declared
-here: each field of the evaluator's request that names a variable (evaluation/request.py) becomes a
-setting, its text passed to the flag as written and judged by the evaluator's own parser and checks
-(launch/evaluate.py runs them in-process), so a flag's help, type and bounds are written once. The
-suites' files (DATA_ROOT, LENGTH, RULER_*, LONGBENCH_*) are always passed, with the launch's default
-declared beside the flag (`launch_default`); their words are judged as they are read (`_words`).
+The evaluator's flags that name a variable (evaluation/request.py) become settings here, each passed to
+its flag as written and judged by the evaluator's own parser (launch/evaluate.py), so a flag's help,
+type and bounds are written once; the suites' (`launch_default`) are always passed.
 """
 
 from __future__ import annotations
@@ -264,10 +258,9 @@ class EvalSettings(_Knobs):
 def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: Problems, on_gpus: bool) -> None:
     """Each setting the mode would ignore that the user set is a problem, with the reason; then the
     settings the mode cannot take together."""
-    mode = settings.mode()
-    cpu_build = f"vLLM's CPU build ({CPU_STACK_MODULE})"
+    mode, cpu_build = settings.mode(), f"vLLM's CPU build ({CPU_STACK_MODULE})"
     no_gpu = "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by"
-    ignored = [
+    for ignored, names, why in (
         (not runs(settings, Suite.RULER), RULER_KNOBS, "they choose RULER's general tasks (SUITE=ruler or all)"),
         (not runs(settings, Suite.LONGBENCH), LONGBENCH_KNOBS, "they choose LongBench QA (SUITE=longbench or all)"),
         (not runs(settings, Suite.HQA), ("DATA_ROOT", "LENGTH"), "they choose RULER-HQA's files (SUITE=hqa or all)"),
@@ -290,13 +283,16 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
         (settings.dp == 1, ("DP_MODE",), "it chooses how DP > 1 replicas are served"),
         # run-qwen3-4b-train.sh's rollout sampling; the evaluation's is EVAL_* in both scripts
         (True, ("TEMPERATURE", "TOP_P"), "run-eval.sh's sampling is EVAL_TEMPERATURE and EVAL_TOP_P"),
-    ]
-    ignored += [
-        (bool(environ.get(demo, "").strip()), (mem,), f"{demo} applies only while {mem} is unset; set one of them")
-        for demo, mem in (("DEMO_MAX_MEMORY", "MEM_MAX_MEMORY"), ("DEMO_MAX_FINAL", "MEM_MAX_FINAL"))
-    ]
-    for applies, names, why in ignored:
-        if applies:
+        *(
+            (
+                demo.lower() in settings.model_fields_set,
+                (mem,),
+                f"{demo} applies only while {mem} is unset; set one of them",
+            )
+            for demo, mem in (("DEMO_MAX_MEMORY", "MEM_MAX_MEMORY"), ("DEMO_MAX_FINAL", "MEM_MAX_FINAL"))
+        ),
+    ):
+        if ignored:
             problems.unused(names, environ, why)
     if mode is Mode.DEMO and settings.suite != Suite.HQA.value:
         problems.problem(
@@ -311,15 +307,15 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
         problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
 
 
-def document_counts(settings: EvalSettings, environ: Mapping[str, str]) -> list[str]:
+def document_counts(settings: EvalSettings) -> list[str]:
     """LENGTH's counts, the demo's own where it is unset."""
-    demo_default = settings.mode() is Mode.DEMO and not environ.get("LENGTH", "").strip()
+    demo_default = settings.mode() is Mode.DEMO and "lengths" not in settings.model_fields_set
     return (DEMO_LENGTHS if demo_default else settings.lengths).split()
 
 
-def run_folder(settings: EvalSettings, environ: Mapping[str, str]) -> str:
+def run_folder(settings: EvalSettings) -> str:
     """OUTPUT_ROOT/SAVE_FILE with the mode's defaults, as the user wrote it (a relative folder stays relative)."""
     demo = settings.mode() is Mode.DEMO
-    root = settings.output_root if environ.get("OUTPUT_ROOT", "").strip() or not demo else "runs"
+    root = "runs" if demo and "output_root" not in settings.model_fields_set else settings.output_root
     name = settings.save_file or ("demo" if demo else Path(settings.model_path).name or "server")
     return f"{root}/{name}"

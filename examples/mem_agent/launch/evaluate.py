@@ -1,38 +1,36 @@
 """Evaluate a memory agent: every setting checked at once, the model served, the evaluator run.
 
-`mem-agent run-eval` (run-eval.sh runs it) reads the settings (launch/eval_settings.py), finds the
-node's GPUs (or previews NUM_GPUS in a dry run) and checks what the mode needs (launch/eval_checks.py).
-It builds the evaluator's flags and checks them with the evaluator's own parser and validation,
-in-process (evaluation/run_plan.py), which also counts the items left to run: with none left,
-nothing is served. The plan it makes (`EvalPlan`: the evaluator's and the servers' commands, the GPU
-layout) is run in this same process by launch/eval_run.py.
+run-eval.sh `exec`s this command, so a signal sent to the script reaches it. It checks and plans the
+run (`EvalPlan`; the evaluator's flags by the evaluator's own parser and checks, in-process, which
+also count the items left: with none, nothing is served), then runs the plan in this same process
+under the run folder's lock, and stops every session it started: at the end, on SIGTERM, SIGINT or
+SIGHUP (exit 128 + the signal) and, through their tethers, on SIGKILL.
 """
 
 from __future__ import annotations
 
 import os
-import re
+import signal
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from mem_agent.common.console import flag_name
+from mem_agent.common.guarded_files import check_outputs, open_lock
+from mem_agent.common.printable import printable, shell_line
+from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
 from mem_agent.common.usage import UsageError
 from mem_agent.evaluation.request import EvalRequest, parse_request
 from mem_agent.evaluation.run_plan import check_arguments, left_to_run
-from mem_agent.launch.eval_checks import (
-    check_demo_data,
-    check_layout,
-    check_machine,
-    model_folder,
-    node_gpus,
-)
-from mem_agent.launch.eval_run import EvalPlan, launch
+from mem_agent.launch.convert import Conversion, convert
+from mem_agent.launch.eval_checks import check_needs, demo_data, gpu_servers, model_folder, node_gpus
 from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder, runs
 from mem_agent.launch.problems import Problems
 from mem_agent.launch.script_settings import Command, read
-from mem_agent.launch.serving import VLLM_SERVER, GpuLayout
+from mem_agent.launch.serving import CPU_STACK, Group, Server, Step
+from mem_agent.serving.cpu_stack import STACK_LOGS
+from mem_agent.serving.processes import ServerStartError, wait_healthy
 
 COMMAND = Command(
     "mem_agent.launch.evaluate",
@@ -49,6 +47,24 @@ COMMAND = Command(
     " mem-agent installed (run-eval.sh's default: VENV/bin/python, VENV defaulting to the checkout's .venv made"
     " by scripts/bootstrap.sh; else python3; mem-agent run-eval's: its own).",
 )
+Flags = list[tuple[str, list[str]]]  # the evaluator's flags, each after the setting that gives them ("": the launch)
+SERVER_LOGS = "servers"  # the servers' logs, in the run folder
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    """A checked run (`_plan`), in the order it runs: the conversion, the steps (the demo's
+    data), the servers wave by wave (each wave started together, healthy before the next), then the
+    evaluator, which the CPU stack runs where `stack` names it."""
+
+    settings: EvalSettings
+    run_dir: str  # OUTPUT_ROOT/SAVE_FILE: locked; server logs in servers/
+    evaluate: list[str]
+    steps: tuple[Step, ...] = ()
+    servers: tuple[list[Server], ...] = ()
+    stack: tuple[str, ...] = ()
+    conversion: Conversion | None = None
 
 
 def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
@@ -57,133 +73,181 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
     mode = settings.mode()
     gpus = node_gpus(settings, environ, problems) if mode is Mode.SERVE else ()
     judge_unused(settings, environ, problems, on_gpus=bool(gpus))
-    run_dir = run_folder(settings, environ)
+    run_dir = run_folder(settings)
     if Path(run_dir).is_symlink():
         problems.problem(
             f"{run_dir} is a symbolic link: a run writes only inside OUTPUT_ROOT; choose another SAVE_FILE"
         )
-    lengths = document_counts(settings, environ)
+    lengths = document_counts(settings)
     model, conversion = model_folder(settings, environ, problems)
-    check_machine(settings, mode, lengths, problems)
-    layout = GpuLayout(gpus, settings.dp, settings.tp, settings.dp_mode.value, settings.host, settings.port)
-    router = check_layout(settings, layout, problems) if gpus else ""
-    data_root = f"{run_dir}/data" if mode is Mode.DEMO else settings.data_root
-    if mode is Mode.DEMO:
-        check_demo_data(Path(data_root), lengths, settings.demo_questions, problems)
-    data_args = _data_args(settings, run_dir, data_root, lengths)
-    agent_args, owners = _agent_args(settings, environ, bool(gpus), model)
-    extra = settings.extra_eval_args.split()
-    url = settings.url or (layout.url if gpus else "")
-    left = _check_evaluator([*data_args, *agent_args, *(["--url", url] if url else [])], extra, owners, problems)
     python = environ.get("PYTHON", "").strip() or sys.executable  # run-eval.sh's, as the user set it
-    serve = [python, *VLLM_SERVER, "--model", model, "--host", settings.host]
-    serve += ["--tensor-parallel-size", str(settings.tp), *settings.extra_serve_args.split()]
-    return EvalPlan(
-        settings=settings,
-        python=python,
-        run_dir=run_dir,
-        serving="gpu" if gpus else "cpu" if mode is Mode.SERVE else mode.value,
-        left_to_run=left,
-        evaluate=[python, "-m", "mem_agent.eval_ruler_hqa", *data_args, *agent_args, *extra],
-        serve=serve,
-        model=model,
-        demo_lengths=tuple(lengths) if mode is Mode.DEMO else (),
-        layout=layout if gpus else None,
-        router=router,
-        conversion=conversion,
-    )
+    servers = gpu_servers(settings, gpus, python, model, problems) if gpus else []
+    steps: list[Step] = []
+    if mode is Mode.DEMO:
+        steps = demo_data(python, Path(run_dir, "data"), lengths, settings.demo_questions, problems)
+    flags = _evaluator_flags(settings, environ, run_dir, lengths, model, on_gpus=bool(gpus))
+    url = settings.url or (servers[-1][0][2] if servers else "")  # none: the CPU stack names its own
+    to_url = (f"URL={url}" if settings.url else "", ["--url", url] if url else [])
+    left = _check_evaluator([*flags, to_url], settings, problems)
+    evaluate = [python, "-m", "mem_agent.eval_ruler_hqa", *(word for _, words in flags for word in words)]
+    if left == 0 and conversion is None:
+        nothing = f"nothing left to run in {run_dir}: every item has a result, so no server is started"
+        return EvalPlan(settings, run_dir, evaluate, steps=(nothing,))
+    stack: list[str] = []
+    if gpus and settings.dry_run:
+        used = f"{settings.dp * settings.tp} of {len(gpus)} GPU(s) ({' '.join(gpus)})"
+        steps.append(
+            f"dry run: DP={settings.dp} x TP={settings.tp} = {used}, DP_MODE={settings.dp_mode}, serving at {url}"
+        )
+    elif not url:
+        if mode is Mode.SERVE:
+            steps.append(f"no GPU found: serving {model} with vLLM's CPU build (slow beyond small models)")
+        stack = [python, *CPU_STACK, "exec", *(["--model", model] if model else []), "--run-dir"]
+        stack += [str(Path(run_dir, SERVER_LOGS)), "--start-timeout", str(settings.serve_timeout)]
+    return EvalPlan(settings, run_dir, [*evaluate, *to_url[1]], tuple(steps), tuple(servers), tuple(stack), conversion)
 
 
-def _data_args(settings: EvalSettings, run_dir: str, data_root: str, lengths: list[str]) -> list[str]:
-    """The evaluator's data and output flags: the run folder, and each suite's files."""
-    args = ["--output-dir", run_dir]
+def _evaluator_flags(
+    settings: EvalSettings, environ: Mapping[str, str], run_dir: str, lengths: list[str], model: str, on_gpus: bool
+) -> Flags:
+    """The evaluator's flags: the run folder and each suite's files, the protocol, the evaluator flags
+    that are set (as typed), the demo's token caps, the model's tokenizer, then EXTRA_EVAL_ARGS'."""
+    mode, given = settings.mode(), settings.model_fields_set  # the variables set: the others, the evaluator's defaults
+    own = ["--output-dir", run_dir]
     if runs(settings, Suite.HQA):
-        args += ["--data-root", data_root, "--lengths", *lengths]
+        own += ["--data-root", f"{run_dir}/data" if mode is Mode.DEMO else settings.data_root, "--lengths", *lengths]
     if runs(settings, Suite.RULER):
-        args += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
-        args += ["--ruler-lengths", *settings.ruler_lengths.split()]
+        own += ["--ruler-root", settings.ruler_root, "--ruler-splits", *settings.ruler_splits.split()]
+        own += ["--ruler-lengths", *settings.ruler_lengths.split()]
     if runs(settings, Suite.LONGBENCH):
-        args += ["--longbench-root", settings.longbench_root, "--longbench-tasks", *settings.longbench_tasks.split()]
-    return args
-
-
-def _agent_args(
-    settings: EvalSettings, environ: Mapping[str, str], on_gpus: bool, model: str
-) -> tuple[list[str], dict[str, str]]:
-    """The evaluator's agent and sampling flags: the protocol, the evaluator flags that are set (as
-    typed), the demo's token caps, the model's tokenizer; and which setting gave each."""
-    mode = settings.mode()
+        own += ["--longbench-root", settings.longbench_root, "--longbench-tasks", *settings.longbench_tasks.split()]
     on_cpu_stack = mode is Mode.DEMO or (mode is Mode.SERVE and not on_gpus)  # vLLM with --enable-scale-out
-    given = settings.model_fields_set  # the variables set: for the others, the evaluator's own defaults
-    args = [] if "protocol" in given else ["--protocol", "vllm" if on_cpu_stack else settings.protocol]
-    owners = {}
+    flags = [("", own + ([] if "protocol" in given else ["--protocol", "vllm" if on_cpu_stack else settings.protocol]))]
     for field in fields(EvalRequest):
         if field.metadata["env"] and field.metadata["launch_default"] is None and field.name in given:
             value = getattr(settings, field.name)
-            args += [flag_name(field), value]
-            owners[flag_name(field)] = f"{field.metadata['env']}={value}"
-    if mode is Mode.DEMO:
-        for mem, demo, flag in (
-            ("MEM_MAX_MEMORY", "DEMO_MAX_MEMORY", "--max-memory"),
-            ("MEM_MAX_FINAL", "DEMO_MAX_FINAL", "--max-final"),
-        ):
-            if not environ.get(mem, "").strip():
-                value = str(getattr(settings, demo.lower()))
-                args += [flag, value]
-                owners[flag] = f"{demo}={value}"
-    if model:
-        args += ["--tokenizer", model]
-    return args, owners
+            flags.append((f"{field.metadata['env']}={value}", [flag_name(field), value]))
+    for mem, demo, flag in (
+        ("MEM_MAX_MEMORY", "DEMO_MAX_MEMORY", "--max-memory"),
+        ("MEM_MAX_FINAL", "DEMO_MAX_FINAL", "--max-final"),
+    ):
+        if mode is Mode.DEMO and not environ.get(mem, "").strip():
+            value = str(getattr(settings, demo.lower()))
+            flags.append((f"{demo}={value}", [flag, value]))
+    flags.append(("", ["--tokenizer", model] if model else []))
+    extra = settings.extra_eval_args.split()
+    return [*flags, (f"EXTRA_EVAL_ARGS={' '.join(extra)}", extra)]
 
 
-def _check_evaluator(own: list[str], extra: list[str], owners: dict[str, str], problems: Problems) -> int | None:
-    """The evaluator's own parser and checks over the flags it will run with (`own`, then EXTRA_EVAL_ARGS'
-    words), in-process; the data is read (in full) only once every other setting is right. Items left
-    to run; None while unknown."""
-    try:
+def _check_evaluator(flags: Flags, settings: EvalSettings, problems: Problems) -> int | None:
+    """The evaluator's own parser and checks (in-process) over the flags it will run with, each
+    setting's added in turn: a problem the added flags bring is named by that setting, once, and its
+    flags are left out of the later checks. Then what the request needs of this machine, and the items
+    left to run, the data read in full only once every other setting is right; None while unknown."""
+    words: list[str] = []
+    seen: set[str] = set()
+    checked = None
+    for owner, more in flags:
         try:
-            request = parse_request([*own, *extra], raising=True)
-        except UsageError as error:  # the rest is checked without the mistakes: EXTRA_EVAL_ARGS, a refused setting
-            _report(error, owners, extra, problems)
-            refused = {flag for flag in owners if any(_mentions(problem, flag) for problem in error.problems)}
-            request = parse_request(_without(own, refused), raising=True)
-        arguments = check_arguments(request)
-        return None if problems.found else left_to_run(request, arguments)
+            request = parse_request([*words, *more], raising=True)
+            checked, found = (request, check_arguments(request)), []
+        except (UsageError, ValueError) as error:
+            found = [text for text in _problems(error) if text not in seen]
+        problems.extend(found, f"{owner}: " if owner else "")
+        seen.update(found)
+        words += [] if owner and found else more
+    if checked is None:
+        return None
+    check_needs(*checked, settings, problems)
+    try:
+        return None if problems.found else left_to_run(*checked)
     except (UsageError, ValueError) as error:
-        if not problems.found or str(error) not in problems.found[-1]:  # not the parser's mistake once more
-            _report(error, owners, extra, problems)
+        problems.extend(_problems(error))
         return None
 
 
-def _without(words: list[str], flags: set[str]) -> list[str]:
-    """`words` less each of `flags` and the value after it."""
-    kept: list[str] = []
-    skip = False
-    for word in words:
-        if skip or word in flags:
-            skip = not skip
-            continue
-        kept.append(word)
-    return kept
+def _problems(error: Exception) -> list[str]:
+    return getattr(error, "problems", None) or [str(error)]
 
 
-def _report(error: Exception, owners: dict[str, str], extra: Sequence[str], problems: Problems) -> None:
-    for problem in getattr(error, "problems", None) or [str(error)]:
-        problems.problem(_named(problem, owners, extra))
+def launch(plan: EvalPlan) -> int:
+    """Run `plan`: under the run folder's lock, every session it starts stopped at the end or on a signal."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)  # a test's stand-in stdout may have none
+    if reconfigure is not None:
+        reconfigure(line_buffering=True)  # ours and the children's lines in order
+    if plan.settings.dry_run:
+        return _execute(plan, None, ())
+    group = Group(plan.settings.serve_stop_timeout)
+    for number in _STOP_SIGNALS:
+        signal.signal(number, _raise_signalled)
+    try:
+        return _execute(plan, group, (_hold_run_folder(Path(plan.run_dir)),))
+    except (UsageError, ServerStartError) as error:  # a held folder, a link on the way; a server that failed
+        print(printable(f"error: {error}"), file=sys.stderr)
+        return 2 if isinstance(error, UsageError) else 1
+    except _Signalled as signalled:
+        return 128 + signalled.number
+    finally:
+        group.stop()
 
 
-def _named(problem: str, owners: dict[str, str], extra: Sequence[str]) -> str:
-    """The evaluator's problem, led by the variable that gave the flag it names."""
-    for flag, owner in owners.items():
-        if _mentions(problem, flag):
-            return f"{owner}: {problem}"
-    if any(_mentions(problem, word) for word in extra if word.startswith("-")):
-        return f"EXTRA_EVAL_ARGS={' '.join(extra)}: {problem}"
-    return problem
+def _execute(plan: EvalPlan, group: Group | None, lock: tuple[int, ...]) -> int:
+    """The plan's commands in order, each printed instead where there is no `group` (a dry run); the
+    evaluator (and the stack running it) keeps the run folder's `lock`."""
+    settings, run_dir = plan.settings, Path(plan.run_dir)
+
+    def run(name: str, argv: Sequence[str], pass_fds: Sequence[int] = ()) -> int:
+        if group is None:
+            print(shell_line(argv))
+            return 0
+        return group.run(name, argv, pass_fds)
+
+    if plan.conversion is not None and (code := convert(plan.conversion, lambda argv: run("convert", argv))):
+        return code
+    for step in plan.steps:
+        if isinstance(step, str):
+            print(printable(step))
+        elif code := run(*step):
+            return code
+    for wave in plan.servers:
+        started = []
+        for name, argv, url in wave:
+            if group is None:
+                print(shell_line(argv))
+                continue
+            log = run_dir / SERVER_LOGS / f"{name}.log"
+            started.append((group.start(name, argv, log, log_root=run_dir), url))
+            print(printable(f"started {name} (pid {started[-1][0].pid}, log {log})"))
+        for process, url in started:
+            seconds = wait_healthy(process, f"{url}/health", settings.serve_timeout, settings.health_interval)
+            print(f"{process.name} is up at {url} after {seconds:.0f} s", flush=True)
+    if plan.stack and group is not None:  # the stack writes its logs where it is told: no link on the way there
+        check_outputs([run_dir / SERVER_LOGS / name for name in STACK_LOGS], root=run_dir)
+    evaluate = [*plan.stack, "--", *plan.evaluate] if plan.stack else plan.evaluate
+    return run("local_stack" if plan.stack else "evaluator", evaluate, lock)
 
 
-def _mentions(text: str, flag: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", text) is not None
+def _hold_run_folder(folder: Path) -> int:
+    """The run folder's lock, through a descriptor this process keeps for its life and passes to the
+    evaluator, which runs under it (run_folder.LOCK_FD_ENV) instead of refusing itself."""
+    descriptor = open_lock(lock_path(folder))
+    hold_descriptor(descriptor, folder, os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
+    os.environ[LOCK_FD_ENV] = str(descriptor)
+    return descriptor
+
+
+class _Signalled(Exception):
+    def __init__(self, number: int) -> None:
+        super().__init__(f"signal {number}")
+        self.number = number
+
+
+def _raise_signalled(number: int, frame: object) -> None:
+    """The first stop signal unwinds the launch (its `finally` stops every session); later ones are
+    ignored, so that the stop it started, which ends in SIGKILL by itself, is not cut short."""
+    for other in _STOP_SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    raise _Signalled(number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
