@@ -1,8 +1,10 @@
-"""Converts a training run's Megatron checkpoints, SAVE_PATH/iter_XXXXXXX, into Hugging Face folders,
-OUT_ROOT/iter_XXXXXXX, with the trainer's own tools/convert_torch_dist_to_hf.py, one child process per
-iteration. An iteration whose folder has a config.json is done: the converter copies config.json last,
-so its presence means the conversion finished. A folder without it (an interrupted conversion) is
-converted again with --force; nothing else is ever overwritten.
+"""Convert a training run's Megatron checkpoints into Hugging Face folders.
+
+SAVE_PATH/iter_XXXXXXX becomes OUT_ROOT/iter_XXXXXXX, with the trainer's own
+tools/convert_torch_dist_to_hf.py, one child process per iteration. An iteration whose folder has a
+config.json is done: the converter copies config.json last, so its presence means the conversion
+finished. A folder without it (an interrupted conversion) is converted again with --force; nothing
+else is ever overwritten.
 """
 
 from __future__ import annotations

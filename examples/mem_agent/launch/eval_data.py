@@ -1,8 +1,10 @@
-"""Checks which eval_<N>.json of LENGTH are in DATA_ROOT (each read in full by the evaluator's checker)
-and fetches (--download) or builds (--build-from) the missing ones; a table gives each length's status
-(present, missing, downloaded, built, invalid, download failed, build failed), item count and size.
-Exit status: 0 every length ready, 1 some not, 2 a usage error. A file that exists is never
-overwritten or deleted; a download is renamed into place only once it passed the check.
+"""Check which RULER-HQA eval files DATA_ROOT holds, and fetch or build the missing ones.
+
+Each eval_<N>.json of LENGTH is read in full by the evaluator's checker; --download fetches the
+missing ones, --build-from builds them; a table gives each length's status (present, missing,
+downloaded, built, invalid, download failed, build failed), item count and size. Exit status: 0
+every length ready, 1 some not, 2 a usage error. A file that exists is never overwritten or deleted;
+a download is renamed into place only once it passed the check.
 """
 
 from __future__ import annotations
