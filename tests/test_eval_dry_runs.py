@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mem_agent import cli
-from mem_agent.launch.script_settings import flag_of
+from mem_agent.settings.command import flag_of
 from mem_agent.settings.declared import env_name
 from support.scripts import (
     PROJECT_ROOT,

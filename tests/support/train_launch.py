@@ -8,7 +8,7 @@ import json
 import shlex
 import subprocess
 
-from mem_agent.launch.problems import Problems
+from mem_agent.common.usage import Problems
 from mem_agent.launch.recipe import Group, recipe
 from mem_agent.launch.train import plan_training
 from support.scripts import SCRIPTS, refusal

@@ -3,6 +3,6 @@ orchestration of what they start (servers, the Ray head, the run-folder lock, st
 
 A script (`examples/mem_agent/*.sh`) finds the interpreter and `exec`s one `mem-agent` command
 (`run-eval`: evaluate.py, `convert-to-hf`: convert.py, `prepare-eval-data`: eval_data.py, `train`:
-train.py) with its arguments: its settings are flags or environment variables (script_settings.py),
+train.py) with its arguments: its settings are flags or environment variables (settings/command.py),
 every problem is reported in one message (exit 2), and the job runs in that same process.
 """

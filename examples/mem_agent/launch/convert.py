@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mem_agent.common.printable import printable, shell_line
-from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import Command, read
+from mem_agent.common.usage import Problems
 from mem_agent.launch.trainer_paths import TrainerPaths
+from mem_agent.settings.command import Command, read
 from mem_agent.settings.declared import Switch, setting
 
 CONVERTER = "tools/convert_torch_dist_to_hf.py"

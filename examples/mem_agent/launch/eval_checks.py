@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from mem_agent.common.jsonstream import iter_json_array
-from mem_agent.common.usage import UsageError
+from mem_agent.common.usage import Problems, UsageError
 from mem_agent.evaluation.files import check_eval_file
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.evaluation.run_plan import RunSettings, check_packages
@@ -20,12 +20,14 @@ from mem_agent.evaluation.suites import LONGBENCH, RULER, RULER_HQA
 from mem_agent.inference.agent_flags import reach_servers
 from mem_agent.launch.convert import Conversion, converted_path
 from mem_agent.launch.eval_settings import SERVER_KNOBS, DpMode, EvalSettings, Mode
-from mem_agent.launch.problems import Problems, port_in_use
-from mem_agent.launch.serving import VLLM_SERVER, Server, Step
-from mem_agent.serving.cpu_stack import router_argv
+from mem_agent.serving.cpu_stack import VLLM_SERVER, router_argv
+from mem_agent.serving.processes import port_in_use
 
 MEM_AGENT_DIR = Path(__file__).resolve().parents[1]
 REPO = MEM_AGENT_DIR.parents[1]
+
+Server = tuple[str, list[str], str]  # a server's name (its log: servers/<name>.log), command and URL
+Step = str | tuple[str, list[str]]  # a line for a person, or a command (its name, its words) run in the foreground
 
 
 def node_gpus(settings: EvalSettings, environ: Mapping[str, str], problems: Problems) -> tuple[str, ...]:

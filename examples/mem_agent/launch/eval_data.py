@@ -25,6 +25,7 @@ from mem_agent.common.jsonstream import DataFormatError
 from mem_agent.common.numbers import SEED_LIMIT
 from mem_agent.common.pinned_fetch import FetchError, fetch
 from mem_agent.common.printable import printable, shell_line
+from mem_agent.common.usage import Problems
 from mem_agent.data.hotpot_corpus import CORPUS_NAME
 from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.data.row_sources import HUB_ANSWER_S, HubFile, hub_file
@@ -32,8 +33,7 @@ from mem_agent.data.ruler_files import LongContextRequest, write_long_context_fi
 from mem_agent.evaluation.files import check_eval_file, file_sha256
 from mem_agent.evaluation.request import PAPER_HQA_LENGTHS
 from mem_agent.launch.eval_settings import DocumentCounts
-from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import Command, read
+from mem_agent.settings.command import Command, read
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
 # The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download

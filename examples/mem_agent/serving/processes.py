@@ -14,6 +14,7 @@ by SIGKILL, stops it too; the tether stops it with the same `stop_all`.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -198,3 +199,58 @@ def wait_healthy(process: ManagedProcess, url: str, timeout_s: float, interval_s
                 f"(log {process.log_path}):\n{log_tail(process.log_path)}"
             )
         time.sleep(interval_s)
+
+
+def port_in_use(port: int) -> bool:
+    """True when a socket of this node listens on `port` on any address. Binding the wildcard address
+    fails then (asking 127.0.0.1 would miss servers that bind the node's own address); SO_REUSEADDR
+    keeps connections that merely closed on the port (TIME_WAIT) from counting."""
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        try:
+            probe = socket.socket(family, socket.SOCK_STREAM)
+        except OSError:  # no IPv6 on this node
+            continue
+        with probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind((address, port))
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    return True
+    return False
+
+
+class Group:
+    """The sessions one launch started, stopped together."""
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self.started: list[ManagedProcess] = []
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path | None,
+        pass_fds: Sequence[int] = (),
+        *,
+        log_root: Path | None = None,
+        cwd: Path | None = None,
+    ) -> ManagedProcess:
+        process = start_process(name, argv, log, grace_s=self.grace_s, pass_fds=pass_fds, log_root=log_root, cwd=cwd)
+        self.started.append(process)
+        return process
+
+    def run(self, name: str, argv: Sequence[str], pass_fds: Sequence[int] = ()) -> int:
+        """A command in the foreground (its output is ours), in a tethered session; its exit status."""
+        return self.start(name, argv, None, pass_fds).popen.wait()
+
+    def stop(self) -> None:
+        """`stop_all` of every session it started; says which processes outlived SIGKILL."""
+        left = stop_all([process.pid for process in self.started], self.grace_s)
+        for process in self.started:
+            process.popen.poll()  # reaped: they are our children
+        if left:
+            print(f"warning: processes {left} outlived SIGKILL by {KILL_WAIT_S:.0f} s", flush=True)

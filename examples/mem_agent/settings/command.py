@@ -25,8 +25,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from mem_agent.common.console import command_parser, program_name
-from mem_agent.common.usage import UsageError
-from mem_agent.launch.problems import Problems, refusal_text
+from mem_agent.common.usage import Problems, UsageError, refusal_text
 from mem_agent.settings.declared import (
     SettingsError,
     build,
