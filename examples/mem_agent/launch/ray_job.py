@@ -62,12 +62,9 @@ def run_job(head: Sequence[str], job: Sequence[str], settings: TrainSettings, ad
         submit(group, job, address, submission_id, settings.ray_start_timeout)
         print(f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr)
         return 0
-    except LaunchFailed as error:
+    except (LaunchFailed, UsageError) as error:  # UsageError: the head's log is a link, a FIFO, a hard link
         print(f"error: {error}", file=sys.stderr)
-        return 1
-    except UsageError as error:  # the head's log is a link, a FIFO, a hard link
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 2 if isinstance(error, UsageError) else 1
     finally:
         for number in STOP_SIGNALS:
             signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short

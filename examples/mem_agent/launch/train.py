@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -34,14 +35,6 @@ EXAMPLES = SCRIPT.parents[1]  # holds mem_agent/: on the job's PYTHONPATH after 
 RAY_TEMP_DIR_MAX = 40
 JOIN_SETTINGS = ("DRY_RUN", "JOIN", "GPUS_PER_NODE", "MASTER_ADDR", "RAY_PORT")
 HEAD_PORTS = "RAY_PORT RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT"  # the ports the Ray head binds
-READ_PATHS = {  # a path the launch reads, when set: what it holds, how to make it
-    "TRAINER_ROOT": ("slime or vime checkout", "git clone https://github.com/THUDM/slime or vllm-project/vime"),
-    "MEGATRON_PATH": ("Megatron-LM checkout", ""),
-    "HF_CKPT": ("Qwen3-4B in Hugging Face format", ""),
-    "TORCH_DIST": ("Megatron torch_dist checkpoint", "make it with the trainer's tools/convert_hf_to_torch_dist.py"),
-    "TRAIN_DATA": ("training JSONL", "make it with python -m mem_agent.prepare_data"),
-    "EVAL_DATA": ("evaluation JSONL", ""),
-}
 
 
 def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bool = True) -> TrainPlan:
@@ -54,10 +47,9 @@ def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bo
     derived = problems if not problems.found else Problems()  # values that failed make no reports
     schedule = _schedule(s, derived)
     gpu_split = _gpu_split(s, derived) if s.async_mode else None
-    if s.nnodes > 1 and _is_loopback(s.master_addr):
-        derived.problem(
-            f"NNODES={s.nnodes} needs MASTER_ADDR set to this node's address that the other nodes can reach"
-        )
+    if (s.join or s.nnodes > 1) and (s.master_addr.startswith("127.") or s.master_addr in ("localhost", "::1")):
+        needs = "JOIN=1" if s.join else f"NNODES={s.nnodes}"
+        problems.problem(f"MASTER_ADDR={s.master_addr} is loopback: {needs} needs the head node's address, reachable")
     address = s.ray_job_address or f"http://{s.ray_dashboard_host}:{s.ray_dashboard_port}"
     temp_dir = "" if s.use_existing_ray else _ray_temp_dir(s, environ, problems)
     agent_settings = dict(environ)  # MEM_PROMPTS absolute: the workers read it in the trainer's folder
@@ -74,12 +66,9 @@ def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bo
 def _checked_paths(s: TrainSettings, entry: Path, problems: Problems) -> str:
     """Every path the launch reads; the host: HOST_TRAINER, or what the checkout holds (slime ships the
     `slime/` package folder, vime the `vime/` one)."""
-    for name, (what, how) in READ_PATHS.items():
-        if value := getattr(s, name.lower()):
-            problems.require_path(name, Path(value), what, how)
+    paths = ("trainer_root", "megatron_path", "hf_ckpt", "torch_dist", "train_data", "eval_data")
+    s.require(problems, *paths, inside=entry.name)
     root = entry.parent
-    if root.is_dir() and not entry.is_file():
-        problems.missing(f"{entry} not found: TRAINER_ROOT is not a slime or vime checkout")
     if s.host_trainer or (found := [name for name in ("vime", "slime") if (root / name).is_dir()]):
         return s.host_trainer or found[0]
     if root.is_dir():
@@ -179,10 +168,6 @@ def _machine_checks(s: TrainSettings, address: str, problems: Problems) -> None:
             problems.problem(f"port {port} ({name}) is already in use (another Ray {why} set {name}")
 
 
-def _is_loopback(address: str) -> bool:
-    return address.startswith("127.") or address in ("localhost", "::1")
-
-
 def checked_plan(environ: Mapping[str, str], out: TextIO = sys.stderr) -> TrainPlan:
     """The plan once every check passed (JOIN=1: what joining needs); the warnings to `out`, then
     a UsageError with every problem."""
@@ -190,12 +175,9 @@ def checked_plan(environ: Mapping[str, str], out: TextIO = sys.stderr) -> TrainP
     join = environ.get("JOIN", "").strip() == "1"
     plan = plan_training(environ, problems, machine=not join)
     if join:
-        about = tuple(f"{name}{mark}" for name in JOIN_SETTINGS for mark in ("=", " "))
-        problems.found = [problem for problem in problems.found if problem.startswith(about)]
+        problems.found = [problem for problem in problems.found if re.split("[= ]", problem)[0] in JOIN_SETTINGS]
         problems.warnings = []
         problems.require_command("ray", "install the trainer's requirements on this node")
-        if _is_loopback(master := plan.settings.master_addr):
-            problems.problem(f"JOIN=1 needs MASTER_ADDR set to the head node's address, not {master}")
     problems.raise_if_any(out)  # warnings first, and nothing is printed for a launch that cannot start
     return plan
 
@@ -250,11 +232,9 @@ TRAIN = Command(
     "GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout): check"
     " every setting, start a Ray head on this node, submit the trainer's train.py with the mem_agent hooks,"
     " and stop only the Ray head this script started.",
-    "MEM_* agent settings (docs/settings.md) are checked here and sent to every worker only when set; every"
-    " one the job gets, set or defaulted, is printed before it starts. WANDB_API_KEY is read by the workers"
-    " from the environment of `ray start` on each node, never put on a command line. PYTHON: the trainer's"
-    " interpreter, with mem-agent installed (default: python3). Every problem is reported at once, before"
-    " anything starts; a setting the chosen mode does not use is one (e.g. EVAL_INTERVAL without EVAL_DATA).",
+    "MEM_* agent settings (docs/settings.md) travel to the workers only when set; WANDB_API_KEY only in the"
+    " environment of `ray start` on each node. PYTHON: the trainer's interpreter, with mem-agent installed"
+    " (default: python3). docs/training.md tells the launch step by step.",
 )
 
 

@@ -1,14 +1,20 @@
-"""run-qwen3-4b-train.sh's settings, declared once (the script has no default of its own, PYTHON
-aside); the rules between them are launch/train.py's."""
+"""The training side's settings, declared once: the paths the launch and the conversion share
+(`TrainerPaths`), and run-qwen3-4b-train.sh's (the script has no default of its own, PYTHON aside);
+the rules between them are launch/train.py's."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from functools import partial
+from pathlib import Path
 
-from mem_agent.launch.trainer_paths import PATHS, TrainingPaths
-from mem_agent.settings.declared import Switch, setting
+from pydantic import BaseModel
 
+from mem_agent.common.usage import Problems
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, env_name, setting
+
+PATHS = "Paths (relative paths are made absolute)"
+_path = partial(setting, path=True, section=PATHS)
 RECIPE = "Recipe (MemAgent's GRPO; docs/training.md's recipe table gives each value's source)"
 _recipe = partial(setting, section=RECIPE)
 _eval = partial(setting, section="Evaluation during training (off unless EVAL_DATA is set)")
@@ -24,7 +30,45 @@ class LossWeighting(StrEnum):
     TRAJECTORY = "trajectory"  # the hosts' default reducer: every trajectory weighs the same
 
 
-class TrainSettings(TrainingPaths):
+class TrainerPaths(BaseModel):
+    model_config = ENV_MODEL_CONFIG
+
+    trainer_root: str = _path(
+        "~/slime", "slime or vime checkout (git clone https://github.com/THUDM/slime or vllm-project/vime).",
+        env="TRAINER_ROOT",
+    )  # fmt: skip
+    megatron_path: str = _path(
+        "${TRAINER_ROOT}/../Megatron-LM", "Megatron-LM checkout, put on the workers' PYTHONPATH.", env="MEGATRON_PATH"
+    )
+    models_dir: str = _path("~/models", "Where the models below are by default.", env="MODELS_DIR")
+    hf_ckpt: str = _path("${MODELS_DIR}/Qwen3-4B", "Qwen3-4B in Hugging Face format.", env="HF_CKPT")
+    save_path: str = _path(
+        "~/mem_agent_runs/qwen3-4b-memagent",
+        "Training save folder: checkpoints (iter_XXXXXXX), trajectories/ (metrics and records), Ray logs.",
+        env="SAVE_PATH",
+    )
+
+    def require(self, problems: Problems, *names: str, inside: str) -> None:
+        """Each path of `names` that is set exists (a missing one is named with what its help says it
+        holds), and TRAINER_ROOT holds `inside`, as a slime or vime checkout does."""
+        for name in names:
+            info = type(self).model_fields[name]
+            if value := getattr(self, name):
+                problems.require_path(env_name(info), Path(value), str(info.description).split(";")[0].rstrip("."))
+        root = Path(self.trainer_root)
+        if root.exists() and not (root / inside).is_file():
+            problems.missing(f"{root / inside} not found: TRAINER_ROOT is not a slime or vime checkout")
+
+
+class TrainSettings(TrainerPaths):
+    torch_dist: str = _path(
+        "${MODELS_DIR}/Qwen3-4B_torch_dist",
+        "Qwen3-4B in Megatron torch_dist format, made by the trainer's tools/convert_hf_to_torch_dist.py.",
+        env="TORCH_DIST",
+    )
+    train_data: str = _path(
+        "~/mem_agent_data/hotpotqa_train.jsonl", "Training JSONL from `mem-agent prepare-data`.", env="TRAIN_DATA"
+    )
     host_trainer: str = setting(
         "", "slime or vime (default: detected: TRAINER_ROOT has a slime/ or vime/ package folder).",
         env="HOST_TRAINER", values="slime or vime", section=PATHS, pattern="^(slime|vime)$",
@@ -72,7 +116,7 @@ class TrainSettings(TrainingPaths):
         False, "0: prompts in file order (MemAgent's data.shuffle=False); 1: --rollout-shuffle.", env="SHUFFLE"
     )
     eval_data: str = _eval(
-        "", "JSONL from mem_agent.prepare_data; set, it turns evaluation on.", env="EVAL_DATA", path=True
+        "", "Evaluation JSONL from mem_agent.prepare_data; set, it turns evaluation on.", env="EVAL_DATA", path=True
     )
     eval_interval: int = _eval(20, "Rollouts between evaluations.", env="EVAL_INTERVAL", gt=0)
     eval_temperature: float = _eval(
