@@ -1,11 +1,9 @@
 """Convert a training run's Megatron checkpoints into Hugging Face folders.
 
-SAVE_PATH/iter_XXXXXXX becomes OUT_ROOT/iter_XXXXXXX, with the trainer's own
-tools/convert_torch_dist_to_hf.py, one child process per iteration. An iteration whose folder has a
-config.json is done: the converter copies config.json last, so its presence means the conversion
-finished. A folder without it (an interrupted conversion) is converted again with --force; nothing
-else is ever overwritten.
-"""
+SAVE_PATH/iter_XXXXXXX becomes OUT_ROOT/iter_XXXXXXX through the trainer's own
+tools/convert_torch_dist_to_hf.py, one child process per iteration. A folder with config.json is done
+(the converter copies it last); one without it, an interrupted conversion, is converted again with
+--force; nothing else is ever overwritten."""
 
 from __future__ import annotations
 
@@ -16,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from mem_agent.common.printable import printable, shell_line
@@ -26,30 +25,17 @@ from mem_agent.settings.declared import Switch, setting
 
 CONVERTER = "tools/convert_torch_dist_to_hf.py"
 _ITERATION = re.compile(r"^(?:iter_)?(\d+)$")
-OWN = "Conversion"
+_own = partial(setting, section="Conversion")
 
 
 class ConvertSettings(TrainerPaths):
-    out_root: str = setting(
-        "${SAVE_PATH}_hf", "Converted models go to OUT_ROOT/iter_XXXXXXX.", env="OUT_ROOT", path=True, section=OWN
-    )
-    single_iter: str = setting(
-        "",
-        "Convert only this iteration; unset: every iteration.",
-        env="SINGLE_ITER",
-        values="a number like 99 or iter_0000099",
-        section=OWN,
-        pattern=_ITERATION.pattern,
-    )
-    vocab_size: int | None = setting(
-        None,
-        "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
-        " HF_CKPT/config.json, or its text_config).",
-        env="VOCAB_SIZE",
-        section=OWN,
-        gt=0,
-    )
-    dry_run: Switch = setting(False, "Print the commands instead of running them.", env="DRY_RUN", section=OWN)
+    out_root: str = _own("${SAVE_PATH}_hf", "Converted models go to OUT_ROOT/iter_XXXXXXX.", env="OUT_ROOT", path=True)
+    single_iter: str = _own("", "Convert only this iteration; unset: every iteration.", env="SINGLE_ITER",
+                            values="a number like 99 or iter_0000099", pattern=_ITERATION.pattern)  # fmt: skip
+    vocab_size: int | None = _own(
+        None, "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
+        " HF_CKPT/config.json, or its text_config).", env="VOCAB_SIZE", gt=0)  # fmt: skip
+    dry_run: Switch = _own(False, "Print the commands instead of running them.", env="DRY_RUN")
 
 
 @dataclass(frozen=True)
