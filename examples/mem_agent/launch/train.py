@@ -48,7 +48,7 @@ def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bo
     gpu_split = _gpu_split(s, derived) if s.async_mode else None
     if (s.join or s.nnodes > 1) and (s.master_addr.startswith("127.") or s.master_addr in ("localhost", "::1")):
         needs = "JOIN=1" if s.join else f"NNODES={s.nnodes}"
-        problems.problem(f"MASTER_ADDR={s.master_addr} is loopback: {needs} needs the head node's address, reachable")
+        problems.problem(f"MASTER_ADDR={s.master_addr} is loopback: {needs} needs the head's address all nodes reach")
     address = s.ray_job_address or f"http://{s.ray_dashboard_host}:{s.ray_dashboard_port}"
     temp_dir = "" if s.use_existing_ray else _ray_temp_dir(s, environ, problems)
     agent_settings = dict(environ)  # MEM_PROMPTS absolute: the workers read it in the trainer's folder
