@@ -1,11 +1,9 @@
 """Convert a training run's Megatron checkpoints into Hugging Face folders.
 
-SAVE_PATH/iter_XXXXXXX becomes OUT_ROOT/iter_XXXXXXX, with the trainer's own
-tools/convert_torch_dist_to_hf.py, one child process per iteration. An iteration whose folder has a
-config.json is done: the converter copies config.json last, so its presence means the conversion
-finished. A folder without it (an interrupted conversion) is converted again with --force; nothing
-else is ever overwritten.
-"""
+SAVE_PATH/iter_XXXXXXX becomes OUT_ROOT/iter_XXXXXXX through the trainer's own
+tools/convert_torch_dist_to_hf.py, one child process per iteration. A folder with config.json is done
+(the converter copies it last); one without it, an interrupted conversion, is converted again with
+--force; nothing else is ever overwritten."""
 
 from __future__ import annotations
 
@@ -16,40 +14,28 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.usage import Problems
-from mem_agent.launch.trainer_paths import TrainerPaths
+from mem_agent.launch.train_settings import TrainerPaths
 from mem_agent.settings.command import Command, read
 from mem_agent.settings.declared import Switch, setting
 
 CONVERTER = "tools/convert_torch_dist_to_hf.py"
 _ITERATION = re.compile(r"^(?:iter_)?(\d+)$")
-OWN = "Conversion"
+_own = partial(setting, section="Conversion")
 
 
 class ConvertSettings(TrainerPaths):
-    out_root: str = setting(
-        "${SAVE_PATH}_hf", "Converted models go to OUT_ROOT/iter_XXXXXXX.", env="OUT_ROOT", path=True, section=OWN
-    )
-    single_iter: str = setting(
-        "",
-        "Convert only this iteration; unset: every iteration.",
-        env="SINGLE_ITER",
-        values="a number like 99 or iter_0000099",
-        section=OWN,
-        pattern=_ITERATION.pattern,
-    )
-    vocab_size: int | None = setting(
-        None,
-        "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
-        " HF_CKPT/config.json, or its text_config).",
-        env="VOCAB_SIZE",
-        section=OWN,
-        gt=0,
-    )
-    dry_run: Switch = setting(False, "Print the commands instead of running them.", env="DRY_RUN", section=OWN)
+    out_root: str = _own("${SAVE_PATH}_hf", "Converted models go to OUT_ROOT/iter_XXXXXXX.", env="OUT_ROOT", path=True)
+    single_iter: str = _own("", "Convert only this iteration; unset: every iteration.", env="SINGLE_ITER",
+                            values="a number like 99 or iter_0000099", pattern=_ITERATION.pattern)  # fmt: skip
+    vocab_size: int | None = _own(
+        None, "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
+        " HF_CKPT/config.json, or its text_config).", env="VOCAB_SIZE", gt=0)  # fmt: skip
+    dry_run: Switch = _own(False, "Print the commands instead of running them.", env="DRY_RUN")
 
 
 @dataclass(frozen=True)
@@ -69,15 +55,10 @@ def plan_conversion(environ: Mapping[str, str], problems: Problems, prefix: str 
     own = Problems()
     settings = read(ConvertSettings, environ, own)
     own.dry_run = settings.dry_run
-    save, hf = Path(settings.save_path), Path(settings.hf_ckpt)
-    own.require_path("SAVE_PATH", save, "training save folder")
-    has_model = own.require_path("HF_CKPT", hf, "original Hugging Face model", "the model training started from")
-    if has_model and not (hf / "config.json").is_file():
+    settings.require(own, "save_path", "hf_ckpt", "trainer_root", "megatron_path", inside=CONVERTER)
+    hf = Path(settings.hf_ckpt)
+    if hf.exists() and not (hf / "config.json").is_file():
         own.missing(f"HF_CKPT={hf} has no config.json: not a Hugging Face model folder")
-    root = Path(settings.trainer_root)
-    if own.require_path("TRAINER_ROOT", root, "slime or vime checkout") and not (root / CONVERTER).is_file():
-        own.missing(f"{root / CONVERTER} not found: TRAINER_ROOT is not a slime or vime checkout")
-    own.require_path("MEGATRON_PATH", Path(settings.megatron_path), "Megatron-LM checkout", "the converter imports it")
     vocab = settings.vocab_size or _vocabulary(hf / "config.json", own)
     iterations = _iterations(settings, own)
     problems.extend(own.found, prefix)
@@ -99,10 +80,11 @@ def _vocabulary(config_path: Path, problems: Problems) -> int | None:
     except (OSError, ValueError) as error:
         problems.problem(f"{where}: {error}")
         return None
-    config = config if isinstance(config, dict) else {}
-    text_config = config.get("text_config")
-    size = config.get("vocab_size") or (text_config.get("vocab_size") if isinstance(text_config, dict) else None)
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+    try:
+        size = config.get("vocab_size") or config.get("text_config", {}).get("vocab_size")
+    except AttributeError:  # not a JSON object
+        size = None
+    if type(size) is not int or size < 1:
         problems.problem(f"{where} has no vocab_size (set VOCAB_SIZE)")
         return None
     return size
@@ -130,42 +112,32 @@ def converted_path(environ: Mapping[str, str], problems: Problems) -> tuple[Conv
     return conversion, Path(conversion.settings.out_root) / name
 
 
-def _plan(environ: Mapping[str, str], problems: Problems) -> Conversion:
-    conversion = plan_conversion(environ, problems)
-    out = Path(conversion.settings.out_root)
-    for name in conversion.skipped:
-        print(printable(f"skip {name}: {out / name} is already converted (it has config.json)"), file=sys.stderr)
-    for name in conversion.redo:
-        print(printable(f"redo {name}: {out / name} has no config.json (an interrupted conversion)"), file=sys.stderr)
-    return conversion
+def _subprocess(argv: Sequence[str]) -> int:
+    return subprocess.run(argv, check=False).returncode
 
 
-def convert(conversion: Conversion, run: Callable[[Sequence[str]], int]) -> int:
-    """Each iteration's converter command through `run` (which runs it, or prints it in a dry run),
-    stopping at the first that fails; then one line of what was done."""
+def convert(conversion: Conversion, run: Callable[[Sequence[str]], int] = _subprocess) -> int:
+    """Each iteration's converter command, printed in a dry run or else through `run`, stopping at the
+    first that fails; then one line of what was done."""
     settings = conversion.settings
     save, out_root = Path(settings.save_path), Path(settings.out_root)
+    for name in conversion.skipped:
+        print(printable(f"skip {name}: {out_root / name} is already converted (it has config.json)"), file=sys.stderr)
     converter = ["env", f"PYTHONPATH={settings.megatron_path}:{settings.trainer_root}", conversion.python]
     converter += [str(Path(settings.trainer_root) / CONVERTER)]
     vocab = ["--vocab-size", str(conversion.vocab_size)] if conversion.vocab_size else []
     for name in conversion.iterations:
         paths = ["--input-dir", str(save / name), "--output-dir", str(out_root / name), "--origin-hf-dir"]
-        force = ["--force"] if name in conversion.redo else []
-        if code := run([*converter, *paths, settings.hf_ckpt, *vocab, *force]):
+        if force := ["--force"] if name in conversion.redo else []:
+            print(printable(f"redo {name}: {out_root / name} has no config.json (interrupted)"), file=sys.stderr)
+        argv = [*converter, *paths, settings.hf_ckpt, *vocab, *force]
+        if settings.dry_run:
+            print(shell_line(argv))
+        elif code := run(argv):
             return code
     done = f"{len(conversion.iterations)}, skipped {len(conversion.skipped)} (already converted)"
     print(printable(f"{'would convert' if settings.dry_run else 'converted'} {done}; outputs in {out_root}"))
     return 0
-
-
-def _run_or_print(conversion: Conversion) -> int:
-    def run(argv: Sequence[str]) -> int:
-        if conversion.settings.dry_run:
-            print(shell_line(argv))
-            return 0
-        return subprocess.run(argv, check=False).returncode
-
-    return convert(conversion, run)
 
 
 COMMAND = Command(
@@ -178,7 +150,7 @@ COMMAND = Command(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return COMMAND.run(argv, os.environ, _plan, _run_or_print)
+    return COMMAND.run(argv, os.environ, plan_conversion, convert)
 
 
 if __name__ == "__main__":

@@ -62,22 +62,16 @@ def run_job(head: Sequence[str], job: Sequence[str], settings: TrainSettings, ad
         submit(group, job, address, submission_id, settings.ray_start_timeout)
         print(f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr)
         return 0
-    except LaunchFailed as error:
+    except (LaunchFailed, UsageError) as error:  # UsageError: the head's log is a link, a FIFO, a hard link
         print(f"error: {error}", file=sys.stderr)
-        return 1
-    except UsageError as error:  # the head's log is a link, a FIFO, a hard link
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return 2 if isinstance(error, UsageError) else 1
     finally:
         for number in STOP_SIGNALS:
             signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short
-        if started is not None and settings.keep_ray:
-            print(
-                f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{started.pid}",
-                file=sys.stderr,
-            )
-        elif started is not None:
-            print(f"stopping the Ray head this launch started (session {started.pid})", file=sys.stderr)
+        if started is not None:
+            kept = f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{started.pid}"
+            print(kept if settings.keep_ray else f"stopping the Ray head this launch started (session {started.pid})",
+                  file=sys.stderr)  # fmt: skip
         group.stop()
         for number, handler in previous.items():
             signal.signal(number, handler)

@@ -1,23 +1,22 @@
 """GRPO training of Qwen3-4B as a MemAgent on slime or vime, through Ray (run-qwen3-4b-train.sh).
 
-Every check of a launch, once (in docs/settings.md's order: a value that fails its own check stands
-in as its default, and nothing is derived from it), then the join, the dry run's commands, or the
-Ray head and the job. JOIN=1 checks only what joining needs: nodes often share one environment file,
-whose paths may not exist on the node that joins. Stdout carries only the commands a dry run prints.
-"""
+Every check of a launch, once (in docs/settings.md's order; a value that fails its own check stands in
+as its default, and nothing is derived from it), then the join, the dry run's commands, or the Ray head
+and the job. JOIN=1 checks only what joining needs: nodes often share one environment file, whose paths
+the joining node may lack. Stdout carries only the commands a dry run prints."""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
+import re
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from mem_agent.common.printable import printable
+from mem_agent.common.printable import printable, shell_line
 from mem_agent.common.usage import Problems
 from mem_agent.launch.ray_job import run_job
 from mem_agent.launch.recipe import Schedule, TrainPlan, recipe
@@ -34,30 +33,22 @@ EXAMPLES = SCRIPT.parents[1]  # holds mem_agent/: on the job's PYTHONPATH after 
 RAY_TEMP_DIR_MAX = 40
 JOIN_SETTINGS = ("DRY_RUN", "JOIN", "GPUS_PER_NODE", "MASTER_ADDR", "RAY_PORT")
 HEAD_PORTS = "RAY_PORT RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT"  # the ports the Ray head binds
-READ_PATHS = {  # a path the launch reads, when set: what it holds, how to make it
-    "TRAINER_ROOT": ("slime or vime checkout", "git clone https://github.com/THUDM/slime or vllm-project/vime"),
-    "MEGATRON_PATH": ("Megatron-LM checkout", ""),
-    "HF_CKPT": ("Qwen3-4B in Hugging Face format", ""),
-    "TORCH_DIST": ("Megatron torch_dist checkpoint", "make it with the trainer's tools/convert_hf_to_torch_dist.py"),
-    "TRAIN_DATA": ("training JSONL", "make it with python -m mem_agent.prepare_data"),
-    "EVAL_DATA": ("evaluation JSONL", ""),
-}
 
 
 def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bool = True) -> TrainPlan:
-    """Every check of a launch, into `problems`; `machine=False` leaves out what this machine has."""
+    """Every check of a launch, into `problems`; `machine=False` (and JOIN=1) leaves out what this machine has."""
     s = read(TrainSettings, environ, problems)
     problems.dry_run = s.dry_run
+    machine = machine and not s.join  # checked_plan checks what joining needs
     entry = Path(s.trainer_root) / ("train_async.py" if s.async_mode else "train.py")
     host = _checked_paths(s, entry, problems) if machine else s.host_trainer or "slime"
     _mode_rules(s, host, environ, problems)
     derived = problems if not problems.found else Problems()  # values that failed make no reports
     schedule = _schedule(s, derived)
     gpu_split = _gpu_split(s, derived) if s.async_mode else None
-    if s.nnodes > 1 and _is_loopback(s.master_addr):
-        derived.problem(
-            f"NNODES={s.nnodes} needs MASTER_ADDR set to this node's address that the other nodes can reach"
-        )
+    if (s.join or s.nnodes > 1) and (s.master_addr.startswith("127.") or s.master_addr in ("localhost", "::1")):
+        needs = "JOIN=1" if s.join else f"NNODES={s.nnodes}"
+        problems.problem(f"MASTER_ADDR={s.master_addr} is loopback: {needs} needs the head's address all nodes reach")
     address = s.ray_job_address or f"http://{s.ray_dashboard_host}:{s.ray_dashboard_port}"
     temp_dir = "" if s.use_existing_ray else _ray_temp_dir(s, environ, problems)
     agent_settings = dict(environ)  # MEM_PROMPTS absolute: the workers read it in the trainer's folder
@@ -72,26 +63,18 @@ def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bo
 
 
 def _checked_paths(s: TrainSettings, entry: Path, problems: Problems) -> str:
-    """Every path the launch reads; the host: HOST_TRAINER, or what the checkout holds (slime ships the
-    `slime/` package folder, vime the `vime/` one)."""
-    for name, (what, how) in READ_PATHS.items():
-        if value := getattr(s, name.lower()):
-            problems.require_path(name, Path(value), what, how)
+    """Every path the launch reads; the host: HOST_TRAINER, or the checkout's `slime/` or `vime/` package."""
+    paths = ("trainer_root", "megatron_path", "hf_ckpt", "torch_dist", "train_data", "eval_data")
+    s.require(problems, *paths, inside=entry.name)
     root = entry.parent
-    if root.is_dir() and not entry.is_file():
-        problems.missing(f"{entry} not found: TRAINER_ROOT is not a slime or vime checkout")
     if s.host_trainer or (found := [name for name in ("vime", "slime") if (root / name).is_dir()]):
         return s.host_trainer or found[0]
     if root.is_dir():
-        problems.problem(
-            f"TRAINER_ROOT={root} has neither a slime/ nor a vime/ package folder; point it at a checkout or set"
-            " HOST_TRAINER"
-        )
+        problems.problem(f"TRAINER_ROOT={root} has neither a slime/ nor a vime/ package folder; point it at a"
+                         " checkout or set HOST_TRAINER")  # fmt: skip
     elif problems.dry_run:
-        problems.warnings.append(
-            "HOST_TRAINER is unknown without the checkout: the commands below assume slime (set HOST_TRAINER=vime"
-            " for vime)"
-        )
+        problems.warnings.append("HOST_TRAINER is unknown without the checkout: the commands below assume slime"
+                                 " (set HOST_TRAINER=vime for vime)")  # fmt: skip
     return "slime"
 
 
@@ -119,15 +102,11 @@ def _schedule(s: TrainSettings, problems: Problems) -> Schedule:
     batch = s.global_batch_size or trajectories // s.updates_per_rollout
     if s.global_batch_size is None and trajectories % s.updates_per_rollout:
         batch = trajectories  # a GLOBAL_BATCH_SIZE the user never set is never reported
-        problems.problem(
-            f"UPDATES_PER_ROLLOUT={s.updates_per_rollout} does not divide the {trajectories} trajectories"
-            " of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)"
-        )
+        problems.problem(f"UPDATES_PER_ROLLOUT={s.updates_per_rollout} does not divide the {trajectories}"
+                         " trajectories of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)")  # fmt: skip
     elif trajectories % batch:  # the hosts drop the trajectories that do not fill a last update
-        problems.problem(
-            f"GLOBAL_BATCH_SIZE={batch} does not divide the {trajectories} trajectories of a rollout; the host would"
-            " drop the rest"
-        )
+        problems.problem(f"GLOBAL_BATCH_SIZE={batch} does not divide the {trajectories} trajectories of a rollout;"
+                         " the host would drop the rest")  # fmt: skip
     updates = max(trajectories // batch, 1)
     # MemAgent's verl steps its LR scheduler once per rollout; Megatron steps it once per update.
     warmup = s.lr_warmup_iters if s.lr_warmup_iters is not None else 20 * updates
@@ -139,15 +118,13 @@ def _gpu_split(s: TrainSettings, problems: Problems) -> tuple[int, int] | None:
     gpus = s.gpus_per_node
     if gpus < 2:
         problems.problem(
-            f"ASYNC=1 needs GPUS_PER_NODE >= 2 (it is {gpus}): training and rollout each need GPUs of their own"
+            f"ASYNC=1 needs GPUS_PER_NODE >= 2 (it is {gpus}): training and rollout need GPUs of their own"
         )
         return None
     actor = s.actor_gpus_per_node or gpus // 2
     if actor >= gpus:
-        problems.problem(
-            f"ACTOR_GPUS_PER_NODE={actor} must be below GPUS_PER_NODE={gpus}: ASYNC=1 gives the rest of each node to"
-            " rollout"
-        )
+        problems.problem(f"ACTOR_GPUS_PER_NODE={actor} must be below GPUS_PER_NODE={gpus}: ASYNC=1 gives the rest of"
+                         " each node to rollout")  # fmt: skip
     return actor, s.rollout_num_gpus or s.nnodes * max(gpus - actor, 1)
 
 
@@ -156,10 +133,8 @@ def _ray_temp_dir(s: TrainSettings, environ: Mapping[str, str], problems: Proble
     if not s.ray_temp_dir and len(folder) > RAY_TEMP_DIR_MAX:
         folder = f"{environ.get('TMPDIR') or '/tmp'}/ray_mem_agent_{os.getuid()}_{s.ray_port}"
     if len(folder) > RAY_TEMP_DIR_MAX:
-        problems.problem(
-            f"RAY_TEMP_DIR={folder} is longer than {RAY_TEMP_DIR_MAX} characters: Ray's unix socket paths under it"
-            " would not fit; choose a shorter folder"
-        )
+        problems.problem(f"RAY_TEMP_DIR={folder} is longer than {RAY_TEMP_DIR_MAX} characters: Ray's unix socket"
+                         " paths under it would not fit; choose a shorter folder")  # fmt: skip
     return folder
 
 
@@ -179,23 +154,13 @@ def _machine_checks(s: TrainSettings, address: str, problems: Problems) -> None:
             problems.problem(f"port {port} ({name}) is already in use (another Ray {why} set {name}")
 
 
-def _is_loopback(address: str) -> bool:
-    return address.startswith("127.") or address in ("localhost", "::1")
-
-
 def checked_plan(environ: Mapping[str, str], out: TextIO = sys.stderr) -> TrainPlan:
     """The plan once every check passed (JOIN=1: what joining needs); the warnings to `out`, then
     a UsageError with every problem."""
     problems = Problems()  # a dry run once DRY_RUN is read
-    join = environ.get("JOIN", "").strip() == "1"
-    plan = plan_training(environ, problems, machine=not join)
-    if join:
-        about = tuple(f"{name}{mark}" for name in JOIN_SETTINGS for mark in ("=", " "))
-        problems.found = [problem for problem in problems.found if problem.startswith(about)]
-        problems.warnings = []
+    if (plan := plan_training(environ, problems)).settings.join:
+        problems.found = [problem for problem in problems.found if re.split("[= ]", problem)[0] in JOIN_SETTINGS]
         problems.require_command("ray", "install the trainer's requirements on this node")
-        if _is_loopback(master := plan.settings.master_addr):
-            problems.problem(f"JOIN=1 needs MASTER_ADDR set to the head node's address, not {master}")
     problems.raise_if_any(out)  # warnings first, and nothing is printed for a launch that cannot start
     return plan
 
@@ -227,11 +192,9 @@ def _summary(plan: TrainPlan, environ: Mapping[str, str]) -> list[str]:
         *(f"  {line}" for line in settings_lines(plan.agent_env)),
     ]
     if s.wandb_project:
-        key = (
-            "WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"
-            if environ.get("WANDB_API_KEY", "").strip()
-            else "WANDB_API_KEY is not set here: export it (or run wandb login) on every node before ray start"
-        )
+        key = ("WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"
+               if environ.get("WANDB_API_KEY", "").strip() else "WANDB_API_KEY is not set here: export it (or run"
+               " wandb login) on every node before ray start")  # fmt: skip
         lines.append(f"wandb: project {s.wandb_project}; {key}")
     if s.use_existing_ray:
         lines.append(f"submitting to the existing Ray cluster at {plan.ray_job_address} (no head started)")
@@ -250,11 +213,9 @@ TRAIN = Command(
     "GRPO training of Qwen3-4B as a MemAgent through slime (SGLang rollout) or vime (vLLM rollout): check"
     " every setting, start a Ray head on this node, submit the trainer's train.py with the mem_agent hooks,"
     " and stop only the Ray head this script started.",
-    "MEM_* agent settings (docs/settings.md) are checked here and sent to every worker only when set; every"
-    " one the job gets, set or defaulted, is printed before it starts. WANDB_API_KEY is read by the workers"
-    " from the environment of `ray start` on each node, never put on a command line. PYTHON: the trainer's"
-    " interpreter, with mem-agent installed (default: python3). Every problem is reported at once, before"
-    " anything starts; a setting the chosen mode does not use is one (e.g. EVAL_INTERVAL without EVAL_DATA).",
+    "MEM_* agent settings (docs/settings.md) travel to the workers only when set; WANDB_API_KEY only in the"
+    " environment of `ray start` on each node. PYTHON: the trainer's interpreter, with mem-agent installed"
+    " (default: python3). docs/training.md tells the launch step by step.",
 )
 
 
@@ -274,7 +235,7 @@ def _launch(planned: tuple[TrainPlan, Mapping[str, str]]) -> int:
         if not s.dry_run:
             sys.stdout.flush()
             os.execvp("ray", join)
-        print(shlex.join(join))
+        print(shell_line(join))
         return 0
     print("\n".join(map(printable, _summary(plan, environ))), file=sys.stderr)
     groups = recipe(plan)
@@ -290,8 +251,8 @@ def _launch(planned: tuple[TrainPlan, Mapping[str, str]]) -> int:
         *(word for group in groups for word in group.words),
     ]
     if s.dry_run:
-        print("\n".join(f"{group.name}=({shlex.join(group.words)})" for group in groups), file=sys.stderr)
-        print("\n".join(shlex.join(command) for command in (head, job) if command))
+        print("\n".join(f"{group.name}=({shell_line(group.words)})" for group in groups), file=sys.stderr)
+        print("\n".join(shell_line(command) for command in (head, job) if command))
         return 0
     return run_job(head, job, s, plan.ray_job_address, plan.submission_id)
 
