@@ -198,11 +198,10 @@ def _corpus(settings: PrepareSettings, target: Path) -> str:
                 shutil.copyfileobj(read, out)
         return ""
     print(printable(f"{CORPUS_NAME}: downloading from {settings.corpus_url}"), flush=True)
-    if _shown(settings, f"  GET {settings.corpus_url} -> {target}"):
-        return ""
     try:
-        with atomic_output(target, "wb") as out:
-            fetch(settings.corpus_url, out, sha256=settings.corpus_sha256, deadline_s=CORPUS_DEADLINE_S)
+        if not _shown(settings, f"  GET {settings.corpus_url} -> {target}"):
+            with atomic_output(target, "wb") as out:
+                fetch(settings.corpus_url, out, sha256=settings.corpus_sha256, deadline_s=CORPUS_DEADLINE_S)
     except FetchError as error:
         return f"{CORPUS_NAME}: {error} (CORPUS_URL, CORPUS_SHA256)"
     return ""
