@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
+from tqdm import tqdm
 
 from mem_agent.common.console import command_status
 from mem_agent.common.guarded_files import atomic_output, open_regular, place_file
@@ -36,14 +37,11 @@ from mem_agent.launch.eval_settings import DocumentCounts
 from mem_agent.settings.command import Command, read
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
-# The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download
-# script lists it (not yet checked against a download here: CORPUS_SHA256="" skips the check).
-HOTPOTQA_DEV_URL = "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json"
-HOTPOTQA_DEV_SHA256 = "4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359d7104ea"
 CORPUS_DEADLINE_S = 3600.0  # the whole fetch, retries included: its ~47 MB need 13 KB/s to make it
 HUB, BUILD = "--download: MemAgent's eval files from the Hugging Face Hub", "--build-from RAW.json: built here"
 COUNTS = 'distinct positive integers, such as "50 200"'
-READY = ("present", "downloaded", "built")
+# Each state of a ready file, and the state of a file that fails the check on its way there.
+READY = {"present": "invalid", "downloaded": "download failed", "built": "build failed"}
 
 
 class PrepareSettings(BaseModel):
@@ -67,14 +65,16 @@ class PrepareSettings(BaseModel):
     hub_timeout: float = setting(
         HUB_ANSWER_S, "Seconds to await the Hub's first answer per file.", env="HUB_TIMEOUT", section=HUB, gt=0, le=3600
     )
+    # The dev file MemAgent's download_qa_dataset.sh fetches, and its sha256 as a published download
+    # script lists it (not yet checked against a download here: CORPUS_SHA256="" skips the check).
     corpus_url: str = setting(
-        HOTPOTQA_DEV_URL,
+        "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json",
         f"The HotpotQA dev file, fetched to DATA_ROOT/{CORPUS_NAME} when a length above 10,000 needs it.",
         env="CORPUS_URL",
         section=HUB,
     )
     corpus_sha256: str = setting(
-        HOTPOTQA_DEV_SHA256,
+        "4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359d7104ea",
         "Its sha256, checked before the file is kept (empty: not checked).",
         env="CORPUS_SHA256",
         section=HUB,
@@ -101,7 +101,7 @@ COMMAND = Command(
 
 @dataclass
 class Status:
-    state: str  # present, missing, downloaded, built, invalid, download failed, build failed
+    state: str  # a key or a value of READY, or missing
     items: int | None = None
     reason: str = ""
 
@@ -131,58 +131,53 @@ def plan(environ: Mapping[str, str], problems: Problems) -> PrepareSettings:
     return settings
 
 
-def prepare(settings: PrepareSettings, lengths: Sequence[str], environ: Mapping[str, str]) -> dict[str, Status]:
-    root = Path(settings.data_root)
+def prepare(settings: PrepareSettings) -> dict[str, Status]:
+    root, lengths = Path(settings.data_root), (settings.lengths or settings.length).split()
     indexed = [n for n in lengths if int(n) > INDEX_LAYOUT_ABOVE]  # they need the corpus beside them
-    corpus_problem = ""
-    if indexed and settings.download and not (root / CORPUS_NAME).exists():
-        corpus_problem = _download_corpus(settings, root / CORPUS_NAME)
-    elif indexed and settings.build_from:
-        corpus_problem = _copy_corpus(Path(settings.build_from), root / CORPUS_NAME, settings.dry_run)
+    problem = _corpus(settings, root / CORPUS_NAME) if indexed and (settings.download or settings.build_from) else ""
     status = {n: _checked(root / f"eval_{n}.json") for n in lengths}
+    failed = "download failed" if settings.download else "build failed"
+    status |= {n: Status(failed, reason=problem) for n in indexed if problem and status[n].state == "missing"}
     absent = [n for n in lengths if status[n].state == "missing"]
-    if corpus_problem:
-        for n in set(indexed) & set(absent):
-            status[n] = Status("download failed" if settings.download else "build failed", reason=corpus_problem)
-        absent = [n for n in absent if n not in indexed]
     if absent and settings.download:
-        for n in absent:
-            status[n] = _download(settings, n, environ.get("HF_TOKEN", "").strip() or None)
+        status |= {n: _download(settings, n, os.environ.get("HF_TOKEN", "").strip() or None) for n in absent}
     elif absent and settings.build_from:
         status |= _build(settings, absent)
     return status
 
 
-def _checked(path: Path, ready: str = "present", failed: str = "invalid", corpus: Path | None = None) -> Status:
+def _checked(path: Path, ready: str = "present", corpus: Path | None = None) -> Status:
     if not path.exists():
         return Status("missing")
     try:
         return Status(ready, len(check_eval_file(path, corpus)))
     except DataFormatError as error:
-        return Status(failed, reason=str(error))
+        return Status(READY[ready], reason=str(error))
+
+
+def _shown(settings: PrepareSettings, *lines: object) -> bool:
+    """True in a dry run, which prints a step's lines (the command that would do it) and skips the step."""
+    if settings.dry_run:
+        print("\n".join(printable(str(line)) for line in lines))
+    return settings.dry_run
 
 
 def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
     name, root = f"eval_{n}.json", Path(settings.data_root)
     url = f"{settings.hf_endpoint.rstrip('/')}/datasets/{settings.hf_repo}/resolve/{settings.hf_revision}/{name}"
     print(printable(f"{name}: downloading from {settings.hf_endpoint} ({settings.hf_repo})"), flush=True)
-    if settings.dry_run:
-        print(printable(f"  GET {url} -> {root / name}"))
-        if token:
-            print("  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only")
+    sent = ["  HF_TOKEN=<set>: sent as an Authorization header, to the Hub's host only"] if token else []
+    if _shown(settings, f"  GET {url} -> {root / name}", *sent):
         return Status("missing")
     root.mkdir(parents=True, exist_ok=True)
-    # A folder of its own in DATA_ROOT, not huggingface_hub's cache (often a small home folder): a rename on
-    # the same file system, never a 450 MB copy, gives the file its name, once the checker passed it.
-    with tempfile.TemporaryDirectory(
-        prefix=f".{name}.", suffix=".download", dir=root, ignore_cleanup_errors=True
-    ) as into:
+    # In DATA_ROOT, not huggingface_hub's cache (often a small home folder): a rename, never a 450 MB copy.
+    with tempfile.TemporaryDirectory(prefix=f".{name}.download.", dir=root, ignore_cleanup_errors=True) as into:
         file = HubFile(settings.hf_repo, name, settings.hf_revision, settings.hf_endpoint, token or False, Path(into))
         try:  # huggingface_hub's retries, resumption and progress bar; the token goes to the Hub's hosts only
             fetched, _ = hub_file(file, settings.hub_timeout, "HUB_TIMEOUT")
         except DataFormatError as error:
             return Status("download failed", reason=str(error))
-        outcome = _checked(fetched, "downloaded", "download failed", root / CORPUS_NAME)
+        outcome = _checked(fetched, "downloaded", root / CORPUS_NAME)
         if outcome.state != "downloaded":
             reason = outcome.reason.removeprefix(f"{fetched}: ")  # the temporary name says nothing
             return Status("download failed", reason=f"the downloaded file is not a valid eval file: {reason}")
@@ -190,47 +185,39 @@ def _download(settings: PrepareSettings, n: str, token: str | None) -> Status:
         return outcome
 
 
-def _download_corpus(settings: PrepareSettings, target: Path) -> str:
-    """The problem, or "" once the corpus is there; a file that fails CORPUS_SHA256 is never kept."""
-    print(printable(f"{CORPUS_NAME}: downloading from {settings.corpus_url}"), flush=True)
-    if settings.dry_run:
-        print(printable(f"  GET {settings.corpus_url} -> {target}"))
+def _corpus(settings: PrepareSettings, target: Path) -> str:
+    """The problem, or "" once the corpus is where the evaluator looks: --build-from's RAW (the corpus of
+    the index files built from it), else CORPUS_URL's file, never kept when it fails CORPUS_SHA256."""
+    source = Path(settings.build_from)
+    if target.exists():
+        same = not settings.build_from or target.samefile(source) or file_sha256(target) == file_sha256(source)
+        return "" if same else f"{target} exists and is not --build-from {source}: move it aside"
+    if settings.build_from:
+        if not _shown(settings, shell_line(["cp", source, target])):
+            with open_regular(source) as read, atomic_output(target, "wb") as out:
+                shutil.copyfileobj(read, out)
         return ""
+    print(printable(f"{CORPUS_NAME}: downloading from {settings.corpus_url}"), flush=True)
     try:
-        with atomic_output(target, "wb") as out:
-            fetch(settings.corpus_url, out, sha256=settings.corpus_sha256, deadline_s=CORPUS_DEADLINE_S)
+        if not _shown(settings, f"  GET {settings.corpus_url} -> {target}"):
+            with atomic_output(target, "wb") as out:
+                fetch(settings.corpus_url, out, sha256=settings.corpus_sha256, deadline_s=CORPUS_DEADLINE_S)
     except FetchError as error:
         return f"{CORPUS_NAME}: {error} (CORPUS_URL, CORPUS_SHA256)"
     return ""
 
 
-def _copy_corpus(source: Path, target: Path, dry_run: bool) -> str:
-    """--build-from's RAW is the corpus of the index files built from it: it goes where the evaluator looks."""
-    if target.exists():
-        same = target.resolve() == source.resolve() or file_sha256(target) == file_sha256(source)
-        return "" if same else f"{target} exists and is not --build-from {source}: move it aside"
-    if dry_run:
-        print(shell_line(["cp", source, target]))
-        return ""
-    with open_regular(source) as read, atomic_output(target, "wb") as out:
-        shutil.copyfileobj(read, out)
-    return ""
-
-
 def _build(settings: PrepareSettings, absent: list[str]) -> dict[str, Status]:
     root, raw = Path(settings.data_root), Path(settings.build_from)
-    if settings.dry_run:  # what is built in-process, as the command that builds it by hand
-        command = [sys.executable, "-m", "mem_agent.build_long_context", "--input", raw, "--num-docs", *absent]
-        print(
-            shell_line(
-                [*command, "--num-questions", settings.num_questions, "--seed", settings.seed, "--out-dir", root]
-            )
-        )
+    flags = ["--num-questions", settings.num_questions, "--seed", settings.seed, "--out-dir", root]
+    # built in-process; a dry run shows it as the command that builds it by hand
+    command = [sys.executable, "-m", "mem_agent.build_long_context", "--input", raw, "--num-docs", *absent, *flags]
+    if _shown(settings, shell_line(command)):
         return {}
     request = LongContextRequest(raw, tuple(map(int, absent)), settings.num_questions, settings.seed, root, force=False)
     if command_status(lambda: write_long_context_files(request), mistakes=(DataFormatError,)):
         return {n: Status("build failed") for n in absent}  # the builder said why on stderr
-    return {n: _checked(root / f"eval_{n}.json", "built", "build failed") for n in absent}
+    return {n: _checked(root / f"eval_{n}.json", "built") for n in absent}
 
 
 def print_table(root: Path, status: dict[str, Status]) -> int:
@@ -239,7 +226,7 @@ def print_table(root: Path, status: dict[str, Status]) -> int:
     print(row.format("length", "status", "items", "size", "file"))
     for n, entry in status.items():
         path = root / f"eval_{n}.json"
-        size = _human(path.stat().st_size) if path.is_file() else "-"
+        size = tqdm.format_sizeof(path.stat().st_size, "B") if path.is_file() else "-"
         print(printable(row.format(n, entry.state, "-" if entry.items is None else entry.items, size, path)))
     for n, entry in status.items():
         if entry.reason:
@@ -252,19 +239,9 @@ def print_table(root: Path, status: dict[str, Status]) -> int:
     return not_ready
 
 
-def _human(size: float) -> str:
-    """Bytes the way `numfmt --to=iec --suffix=B` writes them: 512B, 1.5KB, 450MB."""
-    units = ["", "K", "M", "G", "T"]
-    while size >= 1024 and len(units) > 1:
-        size /= 1024
-        units.pop(0)
-    return f"{size:.1f}{units[0]}B" if units[0] and size < 10 else f"{size:.0f}{units[0]}B"
-
-
 def _prepare(settings: PrepareSettings) -> int:
     """0 every length ready, 1 some not; 2 on a link, a FIFO or a hard link where a file is written."""
-    lengths = (settings.lengths or settings.length).split()
-    return command_status(lambda: min(1, print_table(Path(settings.data_root), prepare(settings, lengths, os.environ))))
+    return command_status(lambda: min(1, print_table(Path(settings.data_root), prepare(settings))))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
