@@ -57,15 +57,17 @@ def flag_values(groups: Iterable[Group], owner: str | None = None) -> dict[str, 
     return values
 
 
-def megatron_stand_in(flags: dict[str, list[str]]) -> argparse.ArgumentParser:
-    """A parser that stores `flags` as Megatron's and the engine's would, each typed as its values read."""
+def megatron_stand_in(flags: dict[str, list[str]]) -> tuple[argparse.ArgumentParser, dict[str, argparse.Action]]:
+    """A parser that stores `flags` as Megatron's and the engine's would, each typed as its values
+    read, and its actions (a flag the host's parser defines again leaves its action's option_strings)."""
     parser = command_parser("train", prog="train.py", add_help=False, conflict_handler="resolve")
+    actions = {}
     for flag, values in flags.items():
-        if not values:
-            parser.add_argument(flag, action="store_true")
-        else:
-            parser.add_argument(flag, type=json_or_text, nargs="+" if len(values) > 1 else None)
-    return parser
+        typed = (
+            {"type": json_or_text, "nargs": "+" if len(values) > 1 else None} if values else {"action": "store_true"}
+        )
+        actions[flag] = parser.add_argument(flag, **typed)
+    return parser, actions
 
 
 def _pre_parsed(functions: dict[str, Any], words: list[str]) -> dict[str, Any]:
@@ -97,15 +99,15 @@ def host_args(
     stand_in = flag_values(groups, "megatron")
     megatron = len(stand_in)
     stand_in |= {flag: values for flag, values in flag_values(groups).items() if flag.startswith(f"--{engine}-")}
-    _, unknown = provider()(megatron_stand_in(stand_in)).parse_known_args(words)
-    unknown = [word.split("=", 1)[0] for word in unknown if word.startswith("-")]
-    owned = {flag for group in groups if group.owner != "user" for flag in group.flags()}
-    refused = [flag for flag in unknown if flag in owned]
+    owned = {flag for group in groups if group.owner != "user" for flag in group.flags()} | stand_in.keys()
+    users = {flag: values for flag, values in flag_values(groups, "user").items() if flag not in owned}
+    parser, actions = megatron_stand_in({**stand_in, **users})
+    args, left = provider()(parser).parse_known_args(words)
+    refused = [word.split("=", 1)[0] for word in left if word.startswith("-")]
     if refused:
         detail = f"the launch script passes {refused[0]}, which the host's parser does not know (renamed or removed?)"
         raise CheckFailed("flags", where(provider, root), detail)
-    users = {flag: values for flag, values in flag_values(groups, "user").items() if flag in unknown}
-    args, left = provider()(megatron_stand_in({**stand_in, **users})).parse_known_args(words)
+    users = {flag: values for flag, values in users.items() if flag in actions[flag].option_strings}  # not the host's
     if left:
         raise CheckFailed("flags", where(provider, root), f"the host's parser leaves {' '.join(left)} unparsed")
     routed = {f"{engine}_router_ip": router[0], f"{engine}_router_port": router[1]}
