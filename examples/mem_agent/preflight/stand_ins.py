@@ -130,18 +130,13 @@ class _Finder(importlib.abc.Loader):
     def __init__(self, trainer_root: Path) -> None:
         self.trainer_root = trainer_root.resolve()
 
-    def _imported_from_checkout(self) -> bool:
-        """Whether the file running the `import` statement (not any caller further up) is the checkout's."""
-        frame = sys._getframe(2)
-        while frame is not None and (
-            frame.f_code.co_filename.startswith("<") or "importlib" in frame.f_code.co_filename
-        ):
-            frame = frame.f_back
-        return frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
-
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> Any:
         if fullname.split(".", 1)[0] not in STUBBED:
-            if "." in fullname or not self._imported_from_checkout():
+            frame = sys._getframe(1)  # up to the file running the `import` statement, not any caller further up
+            while frame and (frame.f_code.co_filename.startswith("<") or "importlib" in frame.f_code.co_filename):
+                frame = frame.f_back
+            checkout = frame and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
+            if "." in fullname or not checkout:
                 return None
             sys.meta_path.remove(self)
             try:
@@ -161,16 +156,10 @@ def _imported_by_methods(actor_class: type) -> list[str]:
     package = sys.modules[actor_class.__module__].__package__ or ""
     found: list[str] = []
     for code in (getattr(member, "__code__", None) for member in vars(actor_class).values()):
-        constants: list[Any] = []
-        module_name = None
-        for instruction in dis.get_instructions(code) if code else ():
-            if instruction.opname == "LOAD_CONST":
-                constants = [*constants[-1:], instruction.argval]
-            elif instruction.opname == "IMPORT_NAME":  # preceded by LOAD_CONST level, LOAD_CONST names
-                level = constants[0] if len(constants) == 2 and isinstance(constants[0], int) else 0
-                module_name = importlib.util.resolve_name("." * level + instruction.argval, package)
-            elif instruction.opname == "IMPORT_FROM" and instruction.argval == START_UP and module_name:
-                found.append(module_name)
+        steps = list(dis.get_instructions(code)) if code else []
+        for level, names, module in zip(steps, steps[1:], steps[2:], strict=False):  # LOAD_CONST 2x, IMPORT_NAME
+            if module.opname == "IMPORT_NAME" and START_UP in (names.argval or ()):
+                found.append(importlib.util.resolve_name("." * level.argval + module.argval, package))
     return found
 
 
