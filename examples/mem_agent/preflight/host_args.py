@@ -16,6 +16,7 @@ import argparse
 import inspect
 import json
 import sys
+import unittest.mock
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -73,14 +74,10 @@ def megatron_stand_in(flags: dict[str, list[str]]) -> tuple[argparse.ArgumentPar
 def _pre_parsed(functions: dict[str, Any], words: list[str]) -> dict[str, Any]:
     """The flags the host parses before its main parser (slime's `_pre_parse_mode`: backend and debug
     modes), as its parse_args merges them into args."""
-    merged, saved = {}, sys.argv
-    try:
-        for pre_parse in (function for name, function in functions.items() if "pre_parse" in name):
-            sys.argv = ["train.py", *words]
-            merged.update(vars(pre_parse()))
-    finally:
-        sys.argv = saved
-    return merged
+    with unittest.mock.patch.object(sys, "argv", ["train.py", *words]):
+        return {
+            key: value for name, pre in functions.items() if "pre_parse" in name for key, value in vars(pre()).items()
+        }
 
 
 def host_args(
@@ -89,8 +86,7 @@ def host_args(
     """The launch's words through the host's own provider (module of `parse_args`), the router filled
     in as the engine start-up would, then the host's validation; and the stand-ins that took part."""
     module = sys.modules[parse_args.__module__]
-    functions = {name: value for name, value in vars(module).items() if inspect.isfunction(value)}
-    own = {name: value for name, value in functions.items() if value.__module__ == module.__name__}  # not imported
+    own = {name: f for name, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__}
     provider = next((value for name, value in own.items() if name.endswith("extra_args_provider")), None)
     parser_file = where(parse_args, root).rsplit(":", 1)[0]
     if provider is None:
