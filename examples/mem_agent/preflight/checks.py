@@ -103,25 +103,23 @@ class KeyReads:
             self.reader = traceback.extract_stack(frame, limit=1)[0]
 
 
-class TrackedData(dict):
-    """Our convert's dict, recording which keys the host reads: a key by item access, get or pop;
-    every key by iteration, keys, items or values (a host that walks every key forwards every key)."""
-
-    reads: KeyReads
-
-
 def _noting(method: str) -> Any:
     real = getattr(dict, method)
 
-    def noting(self: TrackedData, *args: Any) -> Any:
+    def noting(self: Any, *args: Any) -> Any:
         self.reads.note(args[:1] if method in ("__getitem__", "get", "pop") else list(dict.keys(self)))
         return real(self, *args)
 
     return noting
 
 
-for _method in ("__getitem__", "get", "pop", "__iter__", "keys", "items", "values"):
-    setattr(TrackedData, _method, _noting(_method))
+# Our convert's dict, recording which keys the host reads: a key by item access, get or pop; every
+# key by iteration, keys, items or values (a host that walks every key forwards every key).
+TrackedData = type(
+    "TrackedData",
+    (dict,),
+    {m: _noting(m) for m in ("__getitem__", "get", "pop", "__iter__", "keys", "items", "values")},
+)
 
 
 def _flat(items: Any) -> list[Any]:
@@ -163,21 +161,15 @@ def _spied(path: str, reads: KeyReads, real: Any) -> Any:
             return tracked
 
         return convert
-    if inspect.iscoroutinefunction(real):
 
-        @functools.wraps(real)
-        async def hook_async(args: Any, items: Any, *rest: Any, **kwargs: Any) -> Any:
-            _watch(reads, items)
-            return await real(args, items, *rest, **kwargs)
-
-        return hook_async
-
-    @functools.wraps(real)
     def hook(args: Any, items: Any, *rest: Any, **kwargs: Any) -> Any:
         _watch(reads, items)
         return real(args, items, *rest, **kwargs)
 
-    return hook
+    async def hook_async(*args: Any, **kwargs: Any) -> Any:
+        return await hook(*args, **kwargs)
+
+    return functools.wraps(real)(hook_async if inspect.iscoroutinefunction(real) else hook)
 
 
 @contextlib.contextmanager

@@ -3,10 +3,11 @@
 The hosts' parser has three layers: Megatron-LM's, the engine's (`--sglang-*`, `--vllm-*`) and their
 own (`get_<host>_extra_args_provider` in the module of train.py's `parse_args`, after slime's
 `_pre_parse_mode`, slime/utils/arguments.py:1584), which runs for real with `<host>_validate_args`.
-Megatron's is built from the launch's `megatron` groups, each flag typed as its value reads; the
-engine's stores its flags as given. A `host` flag the host's parser does not know fails, naming it:
-the hosts call Megatron's parser with `ignore_unknown_args=True`, so a real run would train without
-it. EXTRA_ARGS words the host does not know are taken as Megatron's, and named.
+Megatron's and the engine's are one parser of the launch's `megatron` groups' flags and its
+`--<engine>-*` flags, each typed as its value reads (JSON, else text). A `host` flag the host's
+parser does not know fails, naming it: the hosts call Megatron's parser with
+`ignore_unknown_args=True`, so a real run would train without it. EXTRA_ARGS words the host does
+not know are taken as Megatron's, and named.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import inspect
 import json
 import sys
+import unittest.mock
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -42,12 +44,13 @@ def launch_words(groups: Iterable[Group]) -> list[str]:
     return [word for group in groups for word in group.words]
 
 
-def flag_values(groups: Iterable[Group], owner: str) -> dict[str, list[str]]:
-    """Each flag of `owner`'s groups with the words that follow it up to the next flag (at its first use)."""
+def flag_values(groups: Iterable[Group], owner: str | None = None) -> dict[str, list[str]]:
+    """Each flag of `owner`'s groups (None: every group's) with the words that follow it up to the
+    next flag (at its first use)."""
     values: dict[str, list[str]] = {}
     for group in groups:
         current: list[str] | None = None  # the values being read; None after a flag seen before
-        for word in group.words if group.owner == owner else ():
+        for word in group.words if owner in (None, group.owner) else ():
             if word.startswith("--"):
                 current = None if word in values else values.setdefault(word, [])
             elif current is not None:
@@ -55,56 +58,26 @@ def flag_values(groups: Iterable[Group], owner: str) -> dict[str, list[str]]:
     return values
 
 
-def _kind(values: list[str]) -> type:
-    for kind in (int, float):
-        try:
-            for value in values:
-                kind(value)
-        except ValueError:
-            continue
-        return kind
-    return str
-
-
-def megatron_stand_in(flags: dict[str, list[str]]) -> argparse.ArgumentParser:
-    """A parser that stores `flags` as Megatron's would, each typed as its values read."""
+def megatron_stand_in(flags: dict[str, list[str]]) -> tuple[argparse.ArgumentParser, dict[str, argparse.Action]]:
+    """A parser that stores `flags` as Megatron's and the engine's would, each typed as its values
+    read, and its actions (a flag the host's parser defines again leaves its action's option_strings)."""
     parser = command_parser("train", prog="train.py", add_help=False, conflict_handler="resolve")
+    actions = {}
     for flag, values in flags.items():
-        if not values:
-            parser.add_argument(flag, action="store_true")
-        else:
-            parser.add_argument(flag, type=_kind(values), nargs="+" if len(values) > 1 else None)
-    return parser
-
-
-def engine_flags(words: list[str], engine: str) -> tuple[dict[str, Any], list[str]]:
-    """The `--<engine>-*` flags as the engine's parser stores them, and the words left over."""
-    prefix = f"--{engine}-"
-    stored: dict[str, Any] = {f"{engine}_{name}": value for name, value in ENGINE_DEFAULTS.items()}
-    left: list[str] = []
-    index = 0
-    while index < len(words):
-        word, index = words[index], index + 1
-        if not word.startswith(prefix):
-            left.append(word)
-        elif index < len(words) and not words[index].startswith("--"):
-            stored[word[2:].replace("-", "_")], index = json_or_text(words[index]), index + 1
-        else:
-            stored[word[2:].replace("-", "_")] = True
-    return stored, left
+        typed = (
+            {"type": json_or_text, "nargs": "+" if len(values) > 1 else None} if values else {"action": "store_true"}
+        )
+        actions[flag] = parser.add_argument(flag, **typed)
+    return parser, actions
 
 
 def _pre_parsed(functions: dict[str, Any], words: list[str]) -> dict[str, Any]:
     """The flags the host parses before its main parser (slime's `_pre_parse_mode`: backend and debug
     modes), as its parse_args merges them into args."""
-    merged, saved = {}, sys.argv
-    try:
-        for pre_parse in (function for name, function in functions.items() if "pre_parse" in name):
-            sys.argv = ["train.py", *words]
-            merged.update(vars(pre_parse()))
-    finally:
-        sys.argv = saved
-    return merged
+    with unittest.mock.patch.object(sys, "argv", ["train.py", *words]):
+        return {
+            key: value for name, pre in functions.items() if "pre_parse" in name for key, value in vars(pre()).items()
+        }
 
 
 def host_args(
@@ -113,37 +86,37 @@ def host_args(
     """The launch's words through the host's own provider (module of `parse_args`), the router filled
     in as the engine start-up would, then the host's validation; and the stand-ins that took part."""
     module = sys.modules[parse_args.__module__]
-    functions = {name: value for name, value in vars(module).items() if inspect.isfunction(value)}
-    own = {name: value for name, value in functions.items() if value.__module__ == module.__name__}  # not imported
+    own = {name: f for name, f in vars(module).items() if inspect.isfunction(f) and f.__module__ == module.__name__}
     provider = next((value for name, value in own.items() if name.endswith("extra_args_provider")), None)
     parser_file = where(parse_args, root).rsplit(":", 1)[0]
     if provider is None:
         raise CheckFailed("flags", parser_file, "no get_*_extra_args_provider: cannot read the host's own flags")
-    engine = ENGINES[host]
-    engine_stored, words = engine_flags(launch_words(groups), engine)
+    engine, words = ENGINES[host], launch_words(groups)
     stand_in = flag_values(groups, "megatron")
-    _, unknown = provider()(megatron_stand_in(stand_in)).parse_known_args(words)
-    unknown = [word.split("=", 1)[0] for word in unknown if word.startswith("-")]
-    owned = {flag for group in groups if group.owner != "user" for flag in group.flags()}
-    refused = [flag for flag in unknown if flag in owned]
+    megatron = len(stand_in)
+    stand_in |= {flag: values for flag, values in flag_values(groups).items() if flag.startswith(f"--{engine}-")}
+    owned = {flag for group in groups if group.owner != "user" for flag in group.flags()} | stand_in.keys()
+    users = {flag: values for flag, values in flag_values(groups, "user").items() if flag not in owned}
+    parser, actions = megatron_stand_in({**stand_in, **users})
+    args, left = provider()(parser).parse_known_args(words)
+    refused = [word.split("=", 1)[0] for word in left if word.startswith("-")]
     if refused:
         detail = f"the launch script passes {refused[0]}, which the host's parser does not know (renamed or removed?)"
         raise CheckFailed("flags", where(provider, root), detail)
-    users = {flag: values for flag, values in flag_values(groups, "user").items() if flag in unknown}
-    args, left = provider()(megatron_stand_in({**stand_in, **users})).parse_known_args(words)
+    users = {flag: values for flag, values in users.items() if flag in actions[flag].option_strings}  # not the host's
     if left:
         raise CheckFailed("flags", where(provider, root), f"the host's parser leaves {' '.join(left)} unparsed")
     routed = {f"{engine}_router_ip": router[0], f"{engine}_router_port": router[1]}
-    vars(args).update({**engine_stored, **_pre_parsed(own, launch_words(groups)), **routed})
+    vars(args).update({**_pre_parsed(own, words), **routed})
+    for name, value in ENGINE_DEFAULTS.items():
+        vars(args).setdefault(f"{engine}_{name}", value)
     validate = next((value for name, value in own.items() if name.endswith("validate_args")), None)
     with stage("flags", root, parser_file):  # it fills derived values; current vime's returns (args, ...)
         result = validate(args) if validate else None
     result = result[0] if isinstance(result, tuple) and result else result
     stand_ins = [
-        f"Megatron-LM's parser ({len(stand_in)} flags of the launch's megatron groups, typed by value, "
-        "its validate_args not run)",
-        f"the {engine} engine's parser (its --{engine}-* flags stored as given, "
-        f"defaults for {', '.join(ENGINE_DEFAULTS)})",
+        f"Megatron-LM's parser ({megatron} flags of the launch's megatron groups, typed by value, not validated)",
+        f"the {engine} engine's parser (its --{engine}-* flags typed by value; defaults: {', '.join(ENGINE_DEFAULTS)})",
     ]
     if users:
         stand_ins.append(

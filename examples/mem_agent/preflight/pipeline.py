@@ -29,6 +29,8 @@ from mem_agent.launch.recipe import Group, recipe
 from mem_agent.launch.train import checked_plan
 from mem_agent.preflight.child import StepRequest, run_in_child
 from mem_agent.preflight.host_args import ENGINES, json_or_text
+from mem_agent.serving.cpu_stack import local_stack
+from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
 
 CHECKPOINT_MARKER = "latest_checkpointed_iteration.txt"  # what a Megatron checkpoint folder holds
 SCRATCH_STAND_INS = (
@@ -166,19 +168,6 @@ def _prompt_file(workdir: Path, prompts: int, data: Path | None) -> Path:
     return path
 
 
-def _server(options: PreflightOptions, stack: contextlib.ExitStack) -> tuple[str, str, str]:
-    """(url, protocol or "" for the host's own, tokenizer folder)."""
-    from mem_agent.tokenization.tokenizer import bundled_qwen3_dir
-
-    if options.local_stack:
-        from mem_agent.serving.cpu_stack import local_stack
-
-        running = stack.enter_context(local_stack())
-        return running.url, options.protocol or "vllm", options.hf_checkpoint or str(running.model_path)
-    assert options.url is not None
-    return options.url, options.protocol or "", options.hf_checkpoint or str(bundled_qwen3_dir())
-
-
 def run_preflight(options: PreflightOptions, progress: Callable[[str], None]) -> str:
     """The PASS line; raises UsageError for a user's mistake and CheckFailed for an incompatibility."""
     if (options.url is None) == (not options.local_stack):
@@ -192,13 +181,17 @@ def run_preflight(options: PreflightOptions, progress: Callable[[str], None]) ->
         f"in a child process; the import may take {options.import_timeout:g} s (--import-timeout)"
     )
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory(prefix="check_host_") as scratch:
-        url, protocol, tokenizer = _server(options, stack)
+        url, protocol = options.url, options.protocol or ""
+        tokenizer = options.hf_checkpoint or str(bundled_qwen3_dir())
+        if options.local_stack:
+            running = stack.enter_context(local_stack())
+            url, protocol, tokenizer = running.url, protocol or "vllm", options.hf_checkpoint or str(running.model_path)
         workdir = Path(scratch)
         prompts = _prompt_file(workdir, options.num_prompts, options.data)
         entry, groups = read_launch(root, host, options, hf_checkpoint=tokenizer, prompts=prompts, workdir=workdir)
         if host_flags:
             groups = (*groups, Group("--host-flag", "host", tuple(host_flags)))
-        request = StepRequest(host, root, entry, groups, router or router_address(url), protocol, options.dp_size)
+        request = StepRequest(host, root, entry, groups, router or router_address(str(url)), protocol, options.dp_size)
         started = time.monotonic()
         done, stood_in = run_in_child(request, options.import_timeout, progress)
         stood_in = "; ".join([*stood_in, *SCRATCH_STAND_INS])

@@ -39,10 +39,10 @@ class StubUsedError(RuntimeError):
 
 
 class _PlaceholderMeta(type):
+    """A name in a stubbed module: a decorator, a base class or an annotation at import time."""
+
     def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _placeholder(f"{cls.__qualname__}.{name}")
+        return _placeholder(cls.__qualname__, name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and callable(args[0]):
@@ -55,81 +55,67 @@ class _PlaceholderMeta(type):
     __ror__ = __getitem__ = __or__
 
 
-def _placeholder(qualname: str) -> type:
-    placeholder = _PlaceholderMeta(qualname.rsplit(".", 1)[-1], (), {})
-    placeholder.__qualname__ = qualname
+def _placeholder(owner: str, name: str) -> type:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    placeholder = _PlaceholderMeta(name, (), {})
+    placeholder.__qualname__ = f"{owner}.{name}"
     return placeholder
 
 
-class _StubModule(types.ModuleType):
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.__path__: list[str] = []  # a package: `ray.util.*` and friends resolve to stand-ins
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _placeholder(f"{self.__name__}.{name}")
+def _stub(module: types.ModuleType) -> types.ModuleType:
+    """`module` as a package (`ray.util.*` and friends resolve to stand-ins) whose every name is a
+    placeholder (a module's own `__getattr__`, PEP 562)."""
+    module.__path__ = []
+    module.__getattr__ = functools.partial(_placeholder, module.__name__)  # type: ignore[method-assign]
+    return module
 
 
 def _ray_module(before_actor: Callable[[type], None]) -> types.ModuleType:
     """The in-process Ray: objects stay in this process; `before_actor(cls)` runs before each actor is built."""
 
     class ObjectRef:
-        def __init__(self, value: Any) -> None:
+        def __init__(self, value: Any, **kwargs: Any) -> None:  # also `ray.put(value)`
             self.value = value
-
-    def put(value: Any, **kwargs: Any) -> ObjectRef:
-        return ObjectRef(value)
 
     def get(refs: Any, **kwargs: Any) -> Any:
         if isinstance(refs, list):
             return [get(ref) for ref in refs]
         return refs.value if isinstance(refs, ObjectRef) else refs
 
-    class RemoteFunction:  # a remote function, or an actor's method: `.remote(...)` calls it now
-        def __init__(self, function: Any) -> None:
-            self.function = function
+    class Remote:
+        """A remote function, an actor's method or an actor class: `.remote(...)` calls it now (an
+        actor class: builds the actor in this process)."""
 
-        def options(self, **kwargs: Any) -> RemoteFunction:
+        def __init__(self, function: Any) -> None:
+            self.function = functools.update_wrapper(self, function, updated=()).__wrapped__
+
+        def options(self, **kwargs: Any) -> Remote:
             return self
 
-        def remote(self, *args: Any, **kwargs: Any) -> ObjectRef:
-            return ObjectRef(self.function(*args, **kwargs))
+        def remote(self, *args: Any, **kwargs: Any) -> Any:
+            if not isinstance(self.function, type):
+                return ObjectRef(self.function(*args, **kwargs))
+            before_actor(self.function)
+            return ActorHandle(self.function(*args, **kwargs))
 
     class ActorHandle:
-        """An actor built in this process: `handle.method.remote(...)` calls it now."""
-
         def __init__(self, instance: Any) -> None:
             self._instance = instance
 
         def __getattr__(self, name: str) -> Any:
-            return RemoteFunction(getattr(self._instance, name))
-
-    class ActorClass:
-        def __init__(self, cls: type) -> None:
-            self.cls = cls
-            self.__name__ = cls.__name__
-            self.__qualname__ = cls.__qualname__
-            self.__module__ = cls.__module__
-
-        def options(self, **kwargs: Any) -> ActorClass:
-            return self
-
-        def remote(self, *args: Any, **kwargs: Any) -> ActorHandle:
-            before_actor(self.cls)
-            return ActorHandle(self.cls(*args, **kwargs))
+            return Remote(getattr(self._instance, name))
 
     def remote(*args: Any, **kwargs: Any) -> Any:
         if len(args) == 1 and not kwargs and callable(args[0]):
-            return ActorClass(args[0]) if isinstance(args[0], type) else RemoteFunction(args[0])
+            return Remote(args[0])
         return remote  # `@ray.remote(num_gpus=1)`: the decorator, once its options are given
 
-    ray = _StubModule("ray")
+    ray = _stub(types.ModuleType("ray"))
     ray.__dict__.update(
         ObjectRef=ObjectRef,
-        actor=types.SimpleNamespace(ActorHandle=ActorHandle, ActorClass=ActorClass),
-        put=put,
+        actor=types.SimpleNamespace(ActorHandle=ActorHandle, ActorClass=Remote),
+        put=ObjectRef,
         get=get,
         remote=remote,
         init=lambda *a, **k: None,
@@ -138,22 +124,19 @@ def _ray_module(before_actor: Callable[[type], None]) -> types.ModuleType:
     return ray
 
 
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _Finder(importlib.abc.Loader):
+    """Finds a top-level module the checkout imports that is not installed here, and its submodules."""
+
     def __init__(self, trainer_root: Path) -> None:
         self.trainer_root = trainer_root.resolve()
 
-    def _imported_from_checkout(self) -> bool:
-        """Whether the file running the `import` statement (not any caller further up) is the checkout's."""
-        frame = sys._getframe(2)
-        while frame is not None and (
-            frame.f_code.co_filename.startswith("<") or "importlib" in frame.f_code.co_filename
-        ):
-            frame = frame.f_back
-        return frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
-
     def find_spec(self, fullname: str, path: Sequence[str] | None, target: Any = None) -> Any:
         if fullname.split(".", 1)[0] not in STUBBED:
-            if "." in fullname or not self._imported_from_checkout():
+            frame = sys._getframe(1)  # up to the file running the `import` statement, not any caller further up
+            while frame and (frame.f_code.co_filename.startswith("<") or "importlib" in frame.f_code.co_filename):
+                frame = frame.f_back
+            checkout = frame and Path(frame.f_code.co_filename).resolve().is_relative_to(self.trainer_root)
+            if "." in fullname or not checkout:
                 return None
             sys.meta_path.remove(self)
             try:
@@ -164,11 +147,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             STUBBED.append(fullname)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        return _StubModule(spec.name)
-
     def exec_module(self, module: types.ModuleType) -> None:
-        return None
+        _stub(module)
 
 
 def _imported_by_methods(actor_class: type) -> list[str]:
@@ -176,16 +156,10 @@ def _imported_by_methods(actor_class: type) -> list[str]:
     package = sys.modules[actor_class.__module__].__package__ or ""
     found: list[str] = []
     for code in (getattr(member, "__code__", None) for member in vars(actor_class).values()):
-        constants: list[Any] = []
-        module_name = None
-        for instruction in dis.get_instructions(code) if code else ():
-            if instruction.opname == "LOAD_CONST":
-                constants = [*constants[-1:], instruction.argval]
-            elif instruction.opname == "IMPORT_NAME":  # preceded by LOAD_CONST level, LOAD_CONST names
-                level = constants[0] if len(constants) == 2 and isinstance(constants[0], int) else 0
-                module_name = importlib.util.resolve_name("." * level + instruction.argval, package)
-            elif instruction.opname == "IMPORT_FROM" and instruction.argval == START_UP and module_name:
-                found.append(module_name)
+        steps = list(dis.get_instructions(code)) if code else []
+        for level, names, module in zip(steps, steps[1:], steps[2:], strict=False):  # LOAD_CONST 2x, IMPORT_NAME
+            if module.opname == "IMPORT_NAME" and START_UP in (names.argval or ()):
+                found.append(importlib.util.resolve_name("." * level.argval + module.argval, package))
     return found
 
 
