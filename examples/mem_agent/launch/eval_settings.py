@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import Field, fields
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, create_model
 
 from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
@@ -27,12 +27,24 @@ from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
 DEMO_LENGTHS = "50 200"
 GPU = "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)"
-EVALUATOR = (
-    "Evaluator flags (passed on only when set, checked by the evaluator; on the CPU stack PROTOCOL defaults to vllm)"
-)
+EVALUATOR = "Evaluator flags (passed on only when set, checked by the evaluator; PROTOCOL on the CPU stack: vllm)"
 SUITES = "Each suite's files (SUITE; the evaluator's flags, always passed, checked by their own type and choices)"
 SERVER_KNOBS = ("TP", "DP", "DP_MODE", "HOST", "PORT", "EXTRA_SERVE_ARGS", "HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT")
 DEMO_CAPS = ("max_memory", "max_final")  # DEMO_MAX_MEMORY: --max-memory while MEM_MAX_MEMORY is unset
+
+
+def _words(kind: Callable[[str], Any] = str, choices: Collection[str] | None = None) -> Any:
+    """Distinct words, each judged by a flag's `kind` and `choices` (nargs="*"): the evaluator's parser's
+    rules, applied as the settings are read, since the launch reads the values itself (the files it
+    checks, the demo's data)."""
+
+    def judged(text: str) -> str:
+        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
+        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
+            raise ValueError("not distinct words the flag takes")
+        return " ".join(words)
+
+    return Annotated[str, AfterValidator(judged)]
 
 
 class Mode(enum.StrEnum):
@@ -47,20 +59,14 @@ class Suite(enum.StrEnum):
     LONGBENCH = "longbench"  # LongBench QA: LONGBENCH_ROOT's <task>.jsonl
 
 
-def _suites(text: str) -> str:
-    """Suites as words ("hqa ruler"); all = every suite."""
-    words = [suite.value for suite in Suite] if text.strip() == "all" else text.split()
-    if not words or any(word not in set(Suite) for word in words) or len(set(words)) != len(words):
-        raise ValueError(f"not distinct names of {' '.join(Suite)}, or all")
-    return " ".join(words)
-
-
-# The suites a run evaluates, into one run folder and one summary.json: SUITE.
-Suites = Annotated[str, AfterValidator(_suites)]
-
-
 def runs(settings: EvalSettings, suite: Suite) -> bool:
     return suite.value in settings.suite.split()
+
+
+# The suites a run evaluates, into one run folder and one summary.json (SUITE); all = every suite.
+Suites = Annotated[
+    _words(choices=set(Suite)), BeforeValidator(lambda text: " ".join(Suite) if str(text).strip() == "all" else text)
+]
 
 
 class DpMode(enum.StrEnum):
@@ -137,21 +143,6 @@ class _Launch(BaseModel):
     )  # fmt: skip
 
 
-def _words(field: Field) -> Any:
-    """The flag `field` of many values (nargs="*") as words, none twice, each judged by the flag's own
-    type and choices: the evaluator's parser's rules, applied as the settings are read, since the launch
-    reads the values itself (the files it checks, the demo's data)."""
-    kind, choices = field.metadata["options"].get("type", str), field.metadata["options"].get("choices")
-
-    def judged(text: str) -> str:
-        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
-        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
-            raise ValueError("not distinct words the flag takes")
-        return " ".join(words)
-
-    return Annotated[str, AfterValidator(judged)]
-
-
 def _knob(field: Field) -> tuple[Any, Any]:
     """The evaluator's flag `field` as run-eval.sh's variable, its help the flag's: passed to the flag as
     written where it is set and judged by the evaluator's own parser (launch/evaluate.py), so its bounds
@@ -161,7 +152,7 @@ def _knob(field: Field) -> tuple[Any, Any]:
     what = f"one of {', '.join(choices)}" if choices else "a folder" if kind is Path else str(kind)
     default = launch_default if launch_default is not None else "" if field.default is None else str(field.default)
     doc = f"{flag_name(field)}: {re.sub(r' [(]default: [^()]*[)]$', '', field.metadata['help'])}"
-    return (_words(field) if many else str), setting(
+    return (_words(kind, choices) if many else str), setting(
         default, doc, env=field.metadata["env"], values=f"distinct words, each {what}" if many else what,
         section=EVALUATOR if launch_default is None else SUITES,
     )  # fmt: skip
@@ -169,7 +160,7 @@ def _knob(field: Field) -> tuple[Any, Any]:
 
 _FLAGS = {field.name: field for field in fields(EvalRequest)}
 # Document counts as words, judged as the evaluator's --lengths: LENGTH of run-eval.sh and prepare-eval-data.sh.
-DocumentCounts = _words(_FLAGS["lengths"])
+DocumentCounts = _words(_FLAGS["lengths"].metadata["options"]["type"])
 # The evaluator's flags that name a variable of run-eval.sh (evaluation/request.py), after the launch's own settings.
 _Knobs = create_model(
     "_Knobs", __base__=_Launch, **{name: _knob(field) for name, field in _FLAGS.items() if field.metadata["env"]}
@@ -232,17 +223,16 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
     ):  # fmt: skip
         if ignored:
             problems.unused(names, environ, why)
-    if mode is Mode.DEMO and settings.suite != Suite.HQA.value:
-        problems.problem(
-            f"SUITE={settings.suite}: the demo runs RULER-HQA on its own synthetic data; set MODEL_PATH (or URL)"
-            " to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"
-        )
-    if mode is Mode.URL and settings.convert:
-        problems.problem(
-            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"
-        )
-    if mode is Mode.SERVE and settings.convert and settings.model_path:
-        problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
+    for clash, text in (
+        (mode is Mode.DEMO and settings.suite != Suite.HQA.value, f"SUITE={settings.suite}: the demo runs RULER-HQA"
+            " on its own synthetic data; set MODEL_PATH (or URL) to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"),
+        (mode is Mode.URL and settings.convert,
+            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"),
+        (mode is Mode.SERVE and settings.convert and settings.model_path,
+            f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}"),
+    ):  # fmt: skip
+        if clash:
+            problems.problem(text)
 
 
 def run_folder(settings: EvalSettings) -> tuple[str, list[str]]:

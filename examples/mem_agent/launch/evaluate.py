@@ -184,7 +184,7 @@ def launch(plan: EvalPlan) -> int:
         print(printable(f"error: {error}"), file=sys.stderr)
         return 2 if isinstance(error, UsageError) else 1
     except _Signalled as signalled:
-        return 128 + signalled.number
+        return 128 + signalled.args[0]
     finally:
         group.stop()
 
@@ -226,9 +226,7 @@ def _execute(plan: EvalPlan, group: Group | None, lock: tuple[int, ...]) -> int:
 
 
 class _Signalled(Exception):
-    def __init__(self, number: int) -> None:
-        super().__init__(f"signal {number}")
-        self.number = number
+    """A stop signal, its number the one argument."""
 
 
 def _raise_signalled(number: int, frame: object) -> None:
