@@ -108,9 +108,8 @@ def check_needs(request: EvalRequest, checked: RunSettings, settings: EvalSettin
     evaluator's packages, each suite's files (not the demo's: it makes them), the server at URL."""
     if not settings.url and importlib.util.find_spec("vllm") is None:
         problems.missing(
-            f"{sys.executable} cannot import vllm: run bash {REPO}/scripts/bootstrap.sh (it makes"
-            f" {REPO}/.venv with everything), or set PYTHON to an interpreter with mem-agent installed"
-            f" (pip install -e '{REPO}[eval]')"
+            f"{sys.executable} cannot import vllm: run bash {REPO}/scripts/bootstrap.sh (it makes {REPO}/.venv with"
+            f" everything), or set PYTHON to an interpreter with mem-agent installed (pip install -e '{REPO}[eval]')"
         )
     try:
         check_packages(request)

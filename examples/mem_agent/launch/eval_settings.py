@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import Field, fields
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, create_model
+from pydantic import AfterValidator, BaseModel, BeforeValidator, create_model
 
 from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
@@ -25,17 +26,25 @@ from mem_agent.serving.cpu_stack import CPU_STACK_MODULE
 from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
 
 DEMO_LENGTHS = "50 200"
-MODE, DATA, SUITES, GPU, EVALUATOR, DEMO = (
-    "What to evaluate (the mode)",
-    "Data and output",
-    "Each suite's files (SUITE; the evaluator's flags, always passed, checked by their own type and choices)",
-    "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)",
-    "Evaluator flags (passed on only when set, checked by the evaluator; on the CPU stack PROTOCOL defaults to vllm)",
-    "Demo only (no MODEL_PATH, no URL)",
-)
-RULER_KNOBS, LONGBENCH_KNOBS = ("RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"), ("LONGBENCH_ROOT", "LONGBENCH_TASKS")
+GPU = "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)"
+EVALUATOR = "Evaluator flags (passed on only when set, checked by the evaluator; PROTOCOL on the CPU stack: vllm)"
+SUITES = "Each suite's files (SUITE; the evaluator's flags, always passed, checked by their own type and choices)"
 SERVER_KNOBS = ("TP", "DP", "DP_MODE", "HOST", "PORT", "EXTRA_SERVE_ARGS", "HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT")
-DEMO_KNOBS = ("DEMO_QUESTIONS", "DEMO_MAX_MEMORY", "DEMO_MAX_FINAL")
+DEMO_CAPS = ("max_memory", "max_final")  # DEMO_MAX_MEMORY: --max-memory while MEM_MAX_MEMORY is unset
+
+
+def _words(kind: Callable[[str], Any] = str, choices: Collection[str] | None = None) -> Any:
+    """Distinct words, each judged by a flag's `kind` and `choices` (nargs="*"): the evaluator's parser's
+    rules, applied as the settings are read, since the launch reads the values itself (the files it
+    checks, the demo's data)."""
+
+    def judged(text: str) -> str:
+        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
+        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
+            raise ValueError("not distinct words the flag takes")
+        return " ".join(words)
+
+    return Annotated[str, AfterValidator(judged)]
 
 
 class Mode(enum.StrEnum):
@@ -50,20 +59,14 @@ class Suite(enum.StrEnum):
     LONGBENCH = "longbench"  # LongBench QA: LONGBENCH_ROOT's <task>.jsonl
 
 
-def _suites(text: str) -> str:
-    """Suites as words ("hqa ruler"); all = every suite."""
-    words = [suite.value for suite in Suite] if text.strip() == "all" else text.split()
-    if not words or any(word not in set(Suite) for word in words) or len(set(words)) != len(words):
-        raise ValueError(f"not distinct names of {' '.join(Suite)}, or all")
-    return " ".join(words)
-
-
-# The suites a run evaluates, into one run folder and one summary.json: SUITE.
-Suites = Annotated[str, AfterValidator(_suites)]
-
-
 def runs(settings: EvalSettings, suite: Suite) -> bool:
     return suite.value in settings.suite.split()
+
+
+# The suites a run evaluates, into one run folder and one summary.json (SUITE); all = every suite.
+Suites = Annotated[
+    _words(choices=set(Suite)), BeforeValidator(lambda text: " ".join(Suite) if str(text).strip() == "all" else text)
+]
 
 
 class DpMode(enum.StrEnum):
@@ -71,148 +74,93 @@ class DpMode(enum.StrEnum):
     ROUTER = "router"
 
 
+_mode = partial(setting, section="What to evaluate (the mode)")
+_data = partial(setting, section="Data and output")
+_gpu = partial(setting, section=GPU)
+_count = partial(_gpu, ge=1, le=INT_LIMIT)
+_demo = partial(setting, section="Demo only (no MODEL_PATH, no URL)")
+
+
 class _Launch(BaseModel):
     """run-eval.sh's settings that are the launch's own (the evaluator's follow: EvalSettings)."""
 
     model_config = ENV_MODEL_CONFIG
 
-    model_path: str = setting(
-        "",
-        "Hugging Face model folder, served here; with URL it only names the tokenizer. Neither set: the CPU demo"
-        " (tiny Qwen3, synthetic data).",
-        env="MODEL_PATH",
-        values="a model folder",
-        section=MODE,
-    )
-    convert: Switch = setting(
-        False,
-        "First convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; it reads SAVE_PATH, HF_CKPT,"
-        " SINGLE_ITER (required), OUT_ROOT, TRAINER_ROOT, MEGATRON_PATH (see convert-to-hf.sh --help).",
+    model_path: str = _mode(
+        "", "Hugging Face model folder, served here; with URL it only names the tokenizer. Neither set: the CPU demo"
+        " (tiny Qwen3, synthetic data).", env="MODEL_PATH", values="a model folder",
+    )  # fmt: skip
+    convert: Switch = _mode(
+        False, "First convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; it reads SAVE_PATH,"
+        " HF_CKPT, SINGLE_ITER (required), OUT_ROOT, TRAINER_ROOT, MEGATRON_PATH (see convert-to-hf.sh --help).",
         env="CONVERT",
-        section=MODE,
-    )
-    url: str = setting(
-        "",
-        "Evaluate this running server or router instead of serving a model; it must answer (a connection)"
-        " before the run starts.",
-        env="URL",
-        values="an address starting with http:// or https://",
-        section=MODE,
+    )  # fmt: skip
+    url: str = _mode(
+        "", "Evaluate this running server or router instead of serving a model; it must answer (a connection)"
+        " before the run starts.", env="URL", values="an address starting with http:// or https://",
         pattern=r"^https?://\S+$",
-    )
-    suite: Suites = setting(
-        Suite.HQA.value,
-        "What to evaluate, one or more of: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's general tasks"
-        " (RULER_ROOT, RULER_SPLITS, RULER_LENGTHS); longbench = LongBench QA (LONGBENCH_ROOT, LONGBENCH_TASKS);"
-        " all = every suite; into one run folder and one summary.json.",
-        env="SUITE",
-        values="distinct words of hqa ruler longbench, or all",
-        section=DATA,
-    )
-    save_file: str = setting(
-        "",
-        "Name of this run (default: the model folder's name; the demo: demo).",
-        env="SAVE_FILE",
-        values="a name, not a path (no '/', no leading dot)",
-        section=DATA,
-        pattern=r"^[^/.][^/]*$",
-    )
-    output_root: str = setting(
-        "runs/eval",
-        "Runs go to OUTPUT_ROOT/SAVE_FILE, and nothing of a run is written outside that folder (the demo's"
-        " default: runs). A rerun into the same folder reuses its finished results; the evaluator refuses"
+    )  # fmt: skip
+    suite: Suites = _data(
+        Suite.HQA.value, "What to evaluate, one or more of: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's"
+        " general tasks (RULER_ROOT, RULER_SPLITS, RULER_LENGTHS); longbench = LongBench QA (LONGBENCH_ROOT,"
+        " LONGBENCH_TASKS); all = every suite; into one run folder and one summary.json.",
+        env="SUITE", values="distinct words of hqa ruler longbench, or all",
+    )  # fmt: skip
+    save_file: str = _data(
+        "", "Name of this run (default: the model folder's name; the demo: demo).", env="SAVE_FILE",
+        values="a name, not a path (no '/', no leading dot)", pattern=r"^[^/.][^/]*$",
+    )  # fmt: skip
+    output_root: str = _data(
+        "runs/eval", "Runs go to OUTPUT_ROOT/SAVE_FILE, and nothing of a run is written outside that folder (the"
+        " demo's default: runs). A rerun into the same folder reuses its finished results; the evaluator refuses"
         " results made with other settings (EXTRA_EVAL_ARGS=--force redoes them). One run per folder at a time.",
-        env="OUTPUT_ROOT",
-        values="a folder",
-        section=DATA,
+        env="OUTPUT_ROOT", values="a folder",
+    )  # fmt: skip
+    tp: int = _count(1, "Tensor-parallel size of each model replica.", env="TP")
+    dp: int = _count(1, "Data-parallel replicas, DP x TP GPUs in all.", env="DP")
+    dp_mode: DpMode = _gpu(
+        DpMode.VLLM, "With DP > 1: vllm = one server with vLLM's own --data-parallel-size; router = DP servers, one"
+        " per TP GPUs, ports PORT+1 ... PORT+DP, behind vllm-router on PORT (metrics on PORT+DP+1).", env="DP_MODE",
+    )  # fmt: skip
+    host: str = _gpu("127.0.0.1", "Where the server (or router) listens.", env="HOST")
+    port: int = _gpu(
+        8000, "The server's (or router's) port.", env="PORT", values="a port number (1 to 65535)", ge=1, le=65535
     )
-    tp: int = setting(1, "Tensor-parallel size of each model replica.", env="TP", section=GPU, ge=1)
-    dp: int = setting(1, "Data-parallel replicas, DP x TP GPUs in all.", env="DP", section=GPU, ge=1)
-    dp_mode: DpMode = setting(
-        DpMode.VLLM,
-        "With DP > 1: vllm = one server with vLLM's own --data-parallel-size; router = DP servers, one per TP GPUs,"
-        " ports PORT+1 ... PORT+DP, behind vllm-router on PORT (metrics on PORT+DP+1).",
-        env="DP_MODE",
-        section=GPU,
+    extra_serve_args: str = _gpu(
+        "", "More vLLM server flags, split into words.", env="EXTRA_SERVE_ARGS", values="words"
     )
-    host: str = setting("127.0.0.1", "Where the server (or router) listens.", env="HOST", section=GPU)
-    port: int = setting(
-        8000,
-        "The server's (or router's) port.",
-        env="PORT",
-        values="a port number (1 to 65535)",
-        section=GPU,
-        ge=1,
-        le=65535,
+    serve_timeout: int = _count(
+        1800, "Seconds to wait for the servers to be healthy (also on CPU).", env="SERVE_TIMEOUT"
     )
-    extra_serve_args: str = setting(
-        "", "More vLLM server flags, split into words.", env="EXTRA_SERVE_ARGS", values="words", section=GPU
-    )
-    serve_timeout: int = setting(
-        1800, "Seconds to wait for the servers to be healthy (also on CPU).", env="SERVE_TIMEOUT", section=GPU, ge=1
-    )
-    health_interval: int = setting(
-        5, "Seconds between two health checks of a starting server.", env="HEALTH_INTERVAL", section=GPU, ge=1
-    )
-    serve_stop_timeout: int = setting(
-        30,
-        "Seconds a stopped server or evaluator gets after SIGTERM before SIGKILL; also after this script is killed"
-        " (kill -9 included).",
-        env="SERVE_STOP_TIMEOUT",
-        section=GPU,
-        ge=1,
-    )
-    num_gpus: int | None = setting(
-        None,
-        "DRY_RUN=1 only: preview the launch on a node with this many GPUs, on any machine (default: the GPUs"
-        " nvidia-smi lists; where it lists none and a setting above is set: DP x TP).",
-        env="NUM_GPUS",
-        values="a positive integer",
-        section=GPU,
-        ge=1,
-        le=INT_LIMIT,
-    )
-
-
-def _words(field: Field) -> Any:
-    """The flag `field` of many values (nargs="*") as words, none twice, each judged by the flag's own
-    type and choices: the evaluator's parser's rules, applied as the settings are read, since the launch
-    reads the values itself (the files it checks, the demo's data)."""
-    options = field.metadata["options"]
-    kind, choices = options.get("type", str), options.get("choices")
-
-    def judged(text: str) -> str:
-        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
-        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
-            raise ValueError("not distinct words the flag takes")
-        return " ".join(words)
-
-    return Annotated[str, AfterValidator(judged)]
+    health_interval: int = _count(5, "Seconds between two health checks of a starting server.", env="HEALTH_INTERVAL")
+    serve_stop_timeout: int = _count(
+        30, "Seconds a stopped server or evaluator gets after SIGTERM before SIGKILL; also after this script is killed"
+        " (kill -9 included).", env="SERVE_STOP_TIMEOUT",
+    )  # fmt: skip
+    num_gpus: int | None = _count(
+        None, "DRY_RUN=1 only: preview the launch on a node with this many GPUs, on any machine (default: the GPUs"
+        " nvidia-smi lists; where it lists none and a setting above is set: DP x TP).", env="NUM_GPUS",
+    )  # fmt: skip
 
 
 def _knob(field: Field) -> tuple[Any, Any]:
-    """The evaluator's flag `field` as run-eval.sh's variable: passed to the flag as written where it is
-    set, and judged by the evaluator's own parser (launch/evaluate.py), so its bounds are the flag's alone;
-    a suite's (`launch_default`) always passed, with the launch's default."""
+    """The evaluator's flag `field` as run-eval.sh's variable, its help the flag's: passed to the flag as
+    written where it is set and judged by the evaluator's own parser (launch/evaluate.py), so its bounds
+    are the flag's alone; a suite's (`launch_default`) always passed, with the launch's default."""
     options, launch_default = field.metadata["options"], field.metadata["launch_default"]
-    many = options.get("nargs") == "*"
-    kind = options.get("type", str)
-    if "choices" in options:
-        values = f"{'distinct words' if many else 'one'} of {', '.join(options['choices'])}"
-    else:
-        what = "a folder" if kind is Path else "text" if kind is str else str(kind)
-        values = f"distinct words, each {what}" if many else what
+    many, kind, choices = options.get("nargs") == "*", options.get("type", str), options.get("choices")
+    what = f"one of {', '.join(choices)}" if choices else "a folder" if kind is Path else str(kind)
     default = launch_default if launch_default is not None else "" if field.default is None else str(field.default)
     doc = f"{flag_name(field)}: {re.sub(r' [(]default: [^()]*[)]$', '', field.metadata['help'])}"
-    section = EVALUATOR if launch_default is None else SUITES
-    return (_words(field) if many else str), setting(
-        default, doc, env=field.metadata["env"], values=values, section=section
-    )
+    return (_words(kind, choices) if many else str), setting(
+        default, doc, env=field.metadata["env"], values=f"distinct words, each {what}" if many else what,
+        section=EVALUATOR if launch_default is None else SUITES,
+    )  # fmt: skip
 
 
 _FLAGS = {field.name: field for field in fields(EvalRequest)}
 # Document counts as words, judged as the evaluator's --lengths: LENGTH of run-eval.sh and prepare-eval-data.sh.
-DocumentCounts = _words(_FLAGS["lengths"])
+DocumentCounts = _words(_FLAGS["lengths"].metadata["options"]["type"])
 # The evaluator's flags that name a variable of run-eval.sh (evaluation/request.py), after the launch's own settings.
 _Knobs = create_model(
     "_Knobs", __base__=_Launch, **{name: _knob(field) for name, field in _FLAGS.items() if field.metadata["env"]}
@@ -225,29 +173,20 @@ class EvalSettings(_Knobs):
     extra_eval_args: str = setting(
         "", "More evaluator flags, split into words.", env="EXTRA_EVAL_ARGS", values="words", section=EVALUATOR
     )
-    demo_questions: int = setting(
-        8,
-        f"Synthetic questions per length (LENGTH's default: {DEMO_LENGTHS}).",
-        env="DEMO_QUESTIONS",
-        section=DEMO,
-        ge=1,
+    demo_questions: int = _demo(
+        8, f"Synthetic questions per length (LENGTH's default: {DEMO_LENGTHS}).", env="DEMO_QUESTIONS", ge=1
     )
-    demo_max_memory: int = setting(
-        128,
-        "--max-memory while MEM_MAX_MEMORY is unset (the CPU server samples slowly; the tiny model says nothing).",
-        env="DEMO_MAX_MEMORY",
-        values="an integer",
-        section=DEMO,
-    )
-    demo_max_final: int = setting(
-        64, "--max-final while MEM_MAX_FINAL is unset.", env="DEMO_MAX_FINAL", values="an integer", section=DEMO
+    demo_max_memory: int = _demo(
+        128, "--max-memory while MEM_MAX_MEMORY is unset (the CPU server samples slowly; the tiny model says"
+        " nothing).", env="DEMO_MAX_MEMORY", values="an integer",
+    )  # fmt: skip
+    demo_max_final: int = _demo(
+        64, "--max-final while MEM_MAX_FINAL is unset.", env="DEMO_MAX_FINAL", values="an integer"
     )
     dry_run: Switch = setting(
-        False,
-        "Print the commands instead of running them; what this machine lacks is a warning.",
-        env="DRY_RUN",
+        False, "Print the commands instead of running them; what this machine lacks is a warning.", env="DRY_RUN",
         section="Other",
-    )
+    )  # fmt: skip
 
     def mode(self) -> Mode:
         if self.url:
@@ -260,62 +199,46 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
     settings the mode cannot take together."""
     mode, cpu_build = settings.mode(), f"vLLM's CPU build ({CPU_STACK_MODULE})"
     no_gpu = "no GPU found (nvidia-smi is not on PATH or lists none): the model is served by"
+    demo_data = "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)"
+    dry_gpus = "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews; a real run uses"
     for ignored, names, why in (
-        (not runs(settings, Suite.RULER), RULER_KNOBS, "they choose RULER's general tasks (SUITE=ruler or all)"),
-        (not runs(settings, Suite.LONGBENCH), LONGBENCH_KNOBS, "they choose LongBench QA (SUITE=longbench or all)"),
-        (not runs(settings, Suite.HQA), ("DATA_ROOT", "LENGTH"), "they choose RULER-HQA's files (SUITE=hqa or all)"),
-        (
-            mode is Mode.DEMO,
-            ("DATA_ROOT",),
-            "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)",
-        ),
+        *((not runs(settings, suite), names, f"they choose {what} (SUITE={suite} or all)") for suite, names, what in (
+            (Suite.RULER, ("RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"), "RULER's general tasks"),
+            (Suite.LONGBENCH, ("LONGBENCH_ROOT", "LONGBENCH_TASKS"), "LongBench QA"),
+            (Suite.HQA, ("DATA_ROOT", "LENGTH"), "RULER-HQA's files"),
+        )),
+        (mode is Mode.DEMO, ("DATA_ROOT",), demo_data),
         (mode is Mode.DEMO, SERVER_KNOBS, f"the demo serves the tiny model on {cpu_build}"),
-        (mode is not Mode.DEMO, DEMO_KNOBS, "the demo runs only without MODEL_PATH and URL"),
+        (mode is not Mode.DEMO, [f"DEMO_{name.upper()}" for name in ("questions", *DEMO_CAPS)],
+            "the demo runs only without MODEL_PATH and URL"),
         (mode is Mode.URL, (*SERVER_KNOBS, "SERVE_TIMEOUT"), "URL names a running server, nothing is served here"),
         (mode is Mode.SERVE and not on_gpus, SERVER_KNOBS, f"{no_gpu} {cpu_build}"),
-        (
-            not (mode is Mode.SERVE and settings.dry_run),
-            ("NUM_GPUS",),
-            "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews; a real run uses"
-            " the GPUs nvidia-smi lists",
-        ),
+        (not (mode is Mode.SERVE and settings.dry_run), ("NUM_GPUS",), f"{dry_gpus} the GPUs nvidia-smi lists"),
         (not settings.convert, ("SINGLE_ITER", "OUT_ROOT"), "they choose the checkpoint CONVERT=1 converts"),
         (settings.dp == 1, ("DP_MODE",), "it chooses how DP > 1 replicas are served"),
         # run-qwen3-4b-train.sh's rollout sampling; the evaluation's is EVAL_* in both scripts
         (True, ("TEMPERATURE", "TOP_P"), "run-eval.sh's sampling is EVAL_TEMPERATURE and EVAL_TOP_P"),
-        *(
-            (
-                demo.lower() in settings.model_fields_set,
-                (mem,),
-                f"{demo} applies only while {mem} is unset; set one of them",
-            )
-            for demo, mem in (("DEMO_MAX_MEMORY", "MEM_MAX_MEMORY"), ("DEMO_MAX_FINAL", "MEM_MAX_FINAL"))
-        ),
-    ):
+        *((f"demo_{cap}" in settings.model_fields_set, (f"MEM_{cap.upper()}",),
+            f"DEMO_{cap.upper()} applies only while MEM_{cap.upper()} is unset; set one of them") for cap in DEMO_CAPS),
+    ):  # fmt: skip
         if ignored:
             problems.unused(names, environ, why)
-    if mode is Mode.DEMO and settings.suite != Suite.HQA.value:
-        problems.problem(
-            f"SUITE={settings.suite}: the demo runs RULER-HQA on its own synthetic data; set MODEL_PATH (or URL)"
-            " to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"
-        )
-    if mode is Mode.URL and settings.convert:
-        problems.problem(
-            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"
-        )
-    if mode is Mode.SERVE and settings.convert and settings.model_path:
-        problems.problem(f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}")
+    for clash, text in (
+        (mode is Mode.DEMO and settings.suite != Suite.HQA.value, f"SUITE={settings.suite}: the demo runs RULER-HQA"
+            " on its own synthetic data; set MODEL_PATH (or URL) to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"),
+        (mode is Mode.URL and settings.convert,
+            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"),
+        (mode is Mode.SERVE and settings.convert and settings.model_path,
+            f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}"),
+    ):  # fmt: skip
+        if clash:
+            problems.problem(text)
 
 
-def document_counts(settings: EvalSettings) -> list[str]:
-    """LENGTH's counts, the demo's own where it is unset."""
-    demo_default = settings.mode() is Mode.DEMO and "lengths" not in settings.model_fields_set
-    return (DEMO_LENGTHS if demo_default else settings.lengths).split()
-
-
-def run_folder(settings: EvalSettings) -> str:
-    """OUTPUT_ROOT/SAVE_FILE with the mode's defaults, as the user wrote it (a relative folder stays relative)."""
-    demo = settings.mode() is Mode.DEMO
-    root = "runs" if demo and "output_root" not in settings.model_fields_set else settings.output_root
+def run_folder(settings: EvalSettings) -> tuple[str, list[str]]:
+    """OUTPUT_ROOT/SAVE_FILE as the user wrote it (a relative folder stays relative), and LENGTH's counts,
+    each with the demo's default where it is unset."""
+    demo, given = settings.mode() is Mode.DEMO, settings.model_fields_set
+    root = "runs" if demo and "output_root" not in given else settings.output_root
     name = settings.save_file or ("demo" if demo else Path(settings.model_path).name or "server")
-    return f"{root}/{name}"
+    return f"{root}/{name}", (DEMO_LENGTHS if demo and "lengths" not in given else settings.lengths).split()

@@ -25,7 +25,7 @@ from mem_agent.evaluation.request import EvalRequest, parse_request
 from mem_agent.evaluation.run_plan import check_arguments, left_to_run
 from mem_agent.launch.convert import Conversion, convert
 from mem_agent.launch.eval_checks import Server, Step, check_needs, demo_data, gpu_servers, model_folder, node_gpus
-from mem_agent.launch.eval_settings import EvalSettings, Mode, Suite, document_counts, judge_unused, run_folder, runs
+from mem_agent.launch.eval_settings import DEMO_CAPS, EvalSettings, Mode, Suite, judge_unused, run_folder, runs
 from mem_agent.serving.cpu_stack import CPU_STACK, STACK_LOGS
 from mem_agent.serving.processes import Group, ServerStartError, wait_healthy
 from mem_agent.settings.command import Command, read
@@ -71,12 +71,11 @@ def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
     mode = settings.mode()
     gpus = node_gpus(settings, environ, problems) if mode is Mode.SERVE else ()
     judge_unused(settings, environ, problems, on_gpus=bool(gpus))
-    run_dir = run_folder(settings)
+    run_dir, lengths = run_folder(settings)
     if Path(run_dir).is_symlink():
         problems.problem(
             f"{run_dir} is a symbolic link: a run writes only inside OUTPUT_ROOT; choose another SAVE_FILE"
         )
-    lengths = document_counts(settings)
     model, conversion = model_folder(settings, environ, problems)
     python = environ.get("PYTHON", "").strip() or sys.executable  # run-eval.sh's, as the user set it
     servers = gpu_servers(settings, gpus, python, model, problems) if gpus else []
@@ -125,13 +124,10 @@ def _evaluator_flags(
         if field.metadata["env"] and field.metadata["launch_default"] is None and field.name in given:
             value = getattr(settings, field.name)
             flags.append((f"{field.metadata['env']}={value}", [flag_name(field), value]))
-    for mem, demo, flag in (
-        ("MEM_MAX_MEMORY", "DEMO_MAX_MEMORY", "--max-memory"),
-        ("MEM_MAX_FINAL", "DEMO_MAX_FINAL", "--max-final"),
-    ):
-        if mode is Mode.DEMO and not environ.get(mem, "").strip():
-            value = str(getattr(settings, demo.lower()))
-            flags.append((f"{demo}={value}", [flag, value]))
+    for cap in DEMO_CAPS if mode is Mode.DEMO else ():
+        if not environ.get(f"MEM_{cap.upper()}", "").strip():
+            value = str(getattr(settings, f"demo_{cap}"))
+            flags.append((f"DEMO_{cap.upper()}={value}", [f"--{cap.replace('_', '-')}", value]))
     flags.append(("", ["--tokenizer", model] if model else []))
     extra = settings.extra_eval_args.split()
     return [*flags, (f"EXTRA_EVAL_ARGS={' '.join(extra)}", extra)]
@@ -179,12 +175,16 @@ def launch(plan: EvalPlan) -> int:
     for number in _STOP_SIGNALS:
         signal.signal(number, _raise_signalled)
     try:
-        return _execute(plan, group, (_hold_run_folder(Path(plan.run_dir)),))
+        # kept for this process's life and passed to the evaluator, which runs under it (LOCK_FD_ENV)
+        descriptor = open_lock(lock_path(Path(plan.run_dir)))
+        hold_descriptor(descriptor, Path(plan.run_dir), os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
+        os.environ[LOCK_FD_ENV] = str(descriptor)
+        return _execute(plan, group, (descriptor,))
     except (UsageError, ServerStartError) as error:  # a held folder, a link on the way; a server that failed
         print(printable(f"error: {error}"), file=sys.stderr)
         return 2 if isinstance(error, UsageError) else 1
     except _Signalled as signalled:
-        return 128 + signalled.number
+        return 128 + signalled.args[0]
     finally:
         group.stop()
 
@@ -225,19 +225,8 @@ def _execute(plan: EvalPlan, group: Group | None, lock: tuple[int, ...]) -> int:
     return run("local_stack" if plan.stack else "evaluator", evaluate, lock)
 
 
-def _hold_run_folder(folder: Path) -> int:
-    """The run folder's lock, through a descriptor this process keeps for its life and passes to the
-    evaluator, which runs under it (run_folder.LOCK_FD_ENV) instead of refusing itself."""
-    descriptor = open_lock(lock_path(folder))
-    hold_descriptor(descriptor, folder, os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
-    os.environ[LOCK_FD_ENV] = str(descriptor)
-    return descriptor
-
-
 class _Signalled(Exception):
-    def __init__(self, number: int) -> None:
-        super().__init__(f"signal {number}")
-        self.number = number
+    """A stop signal, its number the one argument."""
 
 
 def _raise_signalled(number: int, frame: object) -> None:
