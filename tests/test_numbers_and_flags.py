@@ -22,8 +22,8 @@ from mem_agent import build_long_context, cli
 from mem_agent.common.numbers import INT_LIMIT, SEED_LIMIT, NumberError, parse_integer, parse_number
 from mem_agent.common.printable import shell_line
 from mem_agent.common.usage import Problems, UsageError
+from mem_agent.evaluation.hqa_files import PrepareSettings
 from mem_agent.evaluation.request import parse_request
-from mem_agent.launch.eval_data import PrepareSettings
 from mem_agent.settings.command import read
 from mem_agent.settings.config import config_problems
 from mem_agent.settings.report import settings_lines

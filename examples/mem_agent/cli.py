@@ -41,7 +41,7 @@ COMMANDS: dict[str, str] = {
     "train-summary": "mem_agent.train_summary",
     "run-eval": "mem_agent.launch.evaluate",
     "convert-to-hf": "mem_agent.launch.convert",
-    "prepare-eval-data": "mem_agent.launch.eval_data",
+    "prepare-eval-data": "mem_agent.prepare_eval_data",
     "train": "mem_agent.launch.train",
 }
 NEEDED = ("pydantic", "aiohttp", "orjson", "numpy", "tqdm")  # mem-agent's own packages, named when absent

@@ -13,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_common.sh"
 PYTHON=${PYTHON:-$(checkout_python)} # the interpreter with mem-agent installed
 require_python
 
-# One process, `mem-agent prepare-eval-data` (launch/eval_data.py): every setting checked at once
+# One process, `mem-agent prepare-eval-data` (prepare_eval_data.py): every setting checked at once
 # (exit 2), then each length's file checked, the missing ones downloaded (connect and read timeouts,
 # a progress line) or built in-process by build_long_context's builder, and the status table (exit 0:
 # every length ready; 1: some are not).

@@ -9,7 +9,7 @@ a result. Items identical in question, document and answers are named as duplica
 
     python -m mem_agent.evaluation.files --check eval_50.json
         prints the item count, or a one-line error (exit 2) by the rules the evaluator reads the
-        file with, as prepare-eval-data.sh (launch/eval_data.py) checks every file it finds, fetches
+        file with, as prepare-eval-data.sh (evaluation/hqa_files.py) checks every file it finds, fetches
         or builds.
 """
 
@@ -110,7 +110,7 @@ def check_eval_file(path: Path, corpus: Path | None = None) -> list[str]:
     """The item names of a whole eval file, every item checked by the rules the run reads it with.
 
     The one checker of eval files: the evaluator (also its `--check`, before any server starts)
-    and prepare-eval-data.sh (launch/eval_data.py, in-process; `python -m mem_agent.evaluation.files
+    and prepare-eval-data.sh (evaluation/hqa_files.py, in-process; `python -m mem_agent.evaluation.files
     --check FILE` for a person) both call it."""
     return read_file_items(eval_file(path, corpus=corpus)).ids
 

@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import Field, fields
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, create_model
+from pydantic import BaseModel, BeforeValidator, create_model
 
 from mem_agent.common.console import flag_name
 from mem_agent.common.numbers import INT_LIMIT
 from mem_agent.common.usage import Problems
 from mem_agent.evaluation.request import EvalRequest
 from mem_agent.serving.cpu_stack import CPU_STACK_MODULE
-from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting, words
 
 DEMO_LENGTHS = "50 200"
 GPU = "Serving on GPUs (MODEL_PATH or CONVERT=1, where nvidia-smi lists GPUs; without one: vLLM's CPU build)"
@@ -31,20 +31,6 @@ EVALUATOR = "Evaluator flags (passed on only when set, checked by the evaluator;
 SUITES = "Each suite's files (SUITE; the evaluator's flags, always passed, checked by their own type and choices)"
 SERVER_KNOBS = ("TP", "DP", "DP_MODE", "HOST", "PORT", "EXTRA_SERVE_ARGS", "HEALTH_INTERVAL", "SERVE_STOP_TIMEOUT")
 DEMO_CAPS = ("max_memory", "max_final")  # DEMO_MAX_MEMORY: --max-memory while MEM_MAX_MEMORY is unset
-
-
-def _words(kind: Callable[[str], Any] = str, choices: Collection[str] | None = None) -> Any:
-    """Distinct words, each judged by a flag's `kind` and `choices` (nargs="*"): the evaluator's parser's
-    rules, applied as the settings are read, since the launch reads the values itself (the files it
-    checks, the demo's data)."""
-
-    def judged(text: str) -> str:
-        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
-        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
-            raise ValueError("not distinct words the flag takes")
-        return " ".join(words)
-
-    return Annotated[str, AfterValidator(judged)]
 
 
 class Mode(enum.StrEnum):
@@ -65,7 +51,7 @@ def runs(settings: EvalSettings, suite: Suite) -> bool:
 
 # The suites a run evaluates, into one run folder and one summary.json (SUITE); all = every suite.
 Suites = Annotated[
-    _words(choices=set(Suite)), BeforeValidator(lambda text: " ".join(Suite) if str(text).strip() == "all" else text)
+    words(choices=set(Suite)), BeforeValidator(lambda text: " ".join(Suite) if str(text).strip() == "all" else text)
 ]
 
 
@@ -152,15 +138,13 @@ def _knob(field: Field) -> tuple[Any, Any]:
     what = f"one of {', '.join(choices)}" if choices else "a folder" if kind is Path else str(kind)
     default = launch_default if launch_default is not None else "" if field.default is None else str(field.default)
     doc = f"{flag_name(field)}: {re.sub(r' [(]default: [^()]*[)]$', '', field.metadata['help'])}"
-    return (_words(kind, choices) if many else str), setting(
+    return (words(kind, choices) if many else str), setting(
         default, doc, env=field.metadata["env"], values=f"distinct words, each {what}" if many else what,
         section=EVALUATOR if launch_default is None else SUITES,
     )  # fmt: skip
 
 
 _FLAGS = {field.name: field for field in fields(EvalRequest)}
-# Document counts as words, judged as the evaluator's --lengths: LENGTH of run-eval.sh and prepare-eval-data.sh.
-DocumentCounts = _words(_FLAGS["lengths"].metadata["options"]["type"])
 # The evaluator's flags that name a variable of run-eval.sh (evaluation/request.py), after the launch's own settings.
 _Knobs = create_model(
     "_Knobs", __base__=_Launch, **{name: _knob(field) for name, field in _FLAGS.items() if field.metadata["env"]}

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import enum
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.fields import FieldInfo
 
 from mem_agent.common.numbers import (
@@ -61,6 +61,20 @@ def _zero_or_one(value: Any) -> Any:
 
 # A setting that is on or off: 0 or 1 in the environment, a bool in code.
 Switch = Annotated[bool, BeforeValidator(_zero_or_one)]
+
+
+def words(kind: Callable[[str], Any] = str, choices: Collection[str] | None = None) -> Any:
+    """A setting of distinct words, each judged by a flag's `kind` and `choices` (nargs="*"): the flag's
+    parser's rules, applied as the settings are read, for a command that reads the values itself (the
+    files it checks, the demo's data) as well as passing them on."""
+
+    def judged(text: str) -> str:
+        words = [str(kind(word)) for word in text.split()]  # integer(1) writes "050" as 50, the files' name
+        if not words or len(set(words)) != len(words) or not set(words) <= set(choices or words):
+            raise ValueError("not distinct words the flag takes")
+        return " ".join(words)
+
+    return Annotated[str, AfterValidator(judged)]
 
 
 class SettingsError(UsageError, ValueError):

@@ -1,10 +1,7 @@
-"""Check which RULER-HQA eval files DATA_ROOT holds, and fetch or build the missing ones.
-
-Each eval_<N>.json of LENGTH is read in full by the evaluator's checker; --download fetches the
-missing ones, --build-from builds them; a table gives each length's status (present, missing,
-downloaded, built, invalid, download failed, build failed), item count and size. Exit status: 0
-every length ready, 1 some not, 2 a usage error. A file that exists is never overwritten or deleted;
-a download is renamed into place only once it passed the check.
+"""RULER-HQA's eval files in DATA_ROOT: which are there and valid (each read in full by the evaluator's
+checker), the missing ones fetched from the Hub (with the HotpotQA corpus the index-layout files need)
+or built from raw rows, and the status table. A file that exists is never overwritten or deleted; a
+download is renamed into place only once it passed the check. The command is prepare_eval_data.py.
 """
 
 from __future__ import annotations
@@ -13,8 +10,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -32,16 +29,19 @@ from mem_agent.data.index_files import INDEX_LAYOUT_ABOVE
 from mem_agent.data.row_sources import HUB_ANSWER_S, HubFile, hub_file
 from mem_agent.data.ruler_files import LongContextRequest, write_long_context_files
 from mem_agent.evaluation.files import check_eval_file, file_sha256
-from mem_agent.evaluation.request import PAPER_HQA_LENGTHS
-from mem_agent.launch.eval_settings import DocumentCounts
-from mem_agent.settings.command import Command, read
-from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting
+from mem_agent.evaluation.request import PAPER_HQA_LENGTHS, EvalRequest
+from mem_agent.settings.command import read
+from mem_agent.settings.declared import ENV_MODEL_CONFIG, Switch, setting, words
 
 CORPUS_DEADLINE_S = 3600.0  # the whole fetch, retries included: its ~47 MB need 13 KB/s to make it
 HUB, BUILD = "--download: MemAgent's eval files from the Hugging Face Hub", "--build-from RAW.json: built here"
 COUNTS = 'distinct positive integers, such as "50 200"'
 # Each state of a ready file, and the state of a file that fails the check on its way there.
 READY = {"present": "invalid", "downloaded": "download failed", "built": "build failed"}
+
+
+# LENGTH's document counts, judged as the evaluator's --lengths (run-eval.sh's LENGTH is that flag's variable).
+DocumentCounts = words(next(f for f in fields(EvalRequest) if f.name == "lengths").metadata["options"]["type"])
 
 
 class PrepareSettings(BaseModel):
@@ -86,17 +86,6 @@ class PrepareSettings(BaseModel):
     num_questions: int = setting(128, "Questions per built file.", env="NUM_QUESTIONS", section=BUILD, ge=1)
     seed: int = setting(42, "Shuffle seed of the builder.", env="SEED", section=BUILD, ge=0, le=SEED_LIMIT)
     dry_run: Switch = setting(False, "Only print what would be fetched or built.", env="DRY_RUN", section="Other")
-
-
-COMMAND = Command(
-    "mem_agent.launch.eval_data",
-    PrepareSettings,
-    "prepare-eval-data.sh",
-    __doc__ or "",
-    "Each file must be a JSON array of objects with context, input and answers. HF_TOKEN is read from the"
-    " environment only and sent as an Authorization header to the Hub's host only; it is never printed."
-    " PYTHON: the interpreter with mem-agent installed (default: the checkout's .venv, else python3).",
-)
 
 
 @dataclass
@@ -239,14 +228,6 @@ def print_table(root: Path, status: dict[str, Status]) -> int:
     return not_ready
 
 
-def _prepare(settings: PrepareSettings) -> int:
+def prepare_and_report(settings: PrepareSettings) -> int:
     """0 every length ready, 1 some not; 2 on a link, a FIFO or a hard link where a file is written."""
     return command_status(lambda: min(1, print_table(Path(settings.data_root), prepare(settings))))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    return COMMAND.run(argv, os.environ, plan, _prepare)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
