@@ -97,7 +97,6 @@ class Status:
 
 def plan(environ: Mapping[str, str], problems: Problems) -> PrepareSettings:
     settings = read(PrepareSettings, environ, problems)
-    problems.dry_run = settings.dry_run
     if not settings.download:
         unused = ["HF_REPO", "HF_REVISION", "HUB_TIMEOUT", "CORPUS_URL", "CORPUS_SHA256"]
         problems.unused(unused, environ, "they choose what --download fetches")

@@ -67,7 +67,6 @@ class EvalPlan:
 
 def _plan(environ: Mapping[str, str], problems: Problems) -> EvalPlan:
     settings = read(EvalSettings, environ, problems)
-    problems.dry_run = settings.dry_run
     mode = settings.mode()
     gpus = node_gpus(settings, environ, problems) if mode is Mode.SERVE else ()
     judge_unused(settings, environ, problems, on_gpus=bool(gpus))

@@ -38,7 +38,6 @@ HEAD_PORTS = "RAY_PORT RAY_DASHBOARD_PORT RAY_AGENT_PORT RAY_CLIENT_PORT"  # the
 def plan_training(environ: Mapping[str, str], problems: Problems, *, machine: bool = True) -> TrainPlan:
     """Every check of a launch, into `problems`; `machine=False` (and JOIN=1) leaves out what this machine has."""
     s = read(TrainSettings, environ, problems)
-    problems.dry_run = s.dry_run
     machine = machine and not s.join  # checked_plan checks what joining needs
     entry = Path(s.trainer_root) / ("train_async.py" if s.async_mode else "train.py")
     host = _checked_paths(s, entry, problems) if machine else s.host_trainer or "slime"

@@ -43,7 +43,8 @@ P = TypeVar("P")
 
 def read(model: type[M], environ: Mapping[str, str], problems: Problems, *, cwd: Path | None = None) -> M:
     """`model` from `environ`; a value that cannot be used is a problem and its default stands in, so
-    that the checks after this one still run and every mistake is reported in one go."""
+    that the checks after this one still run and every mistake is reported in one go. A model with
+    DRY_RUN sets whether what the machine lacks is only a warning (`Problems.missing`)."""
     values, refused = split_env(model, environ)
     problems.extend(refused)
     try:
@@ -52,6 +53,7 @@ def read(model: type[M], environ: Mapping[str, str], problems: Problems, *, cwd:
         problems.extend(error.problems)
         bad = {name for name, info in model.model_fields.items() if _named(error.problems, env_name(info))}
         settings = build(model, {name: value for name, value in values.items() if name not in bad})
+    problems.dry_run = bool(getattr(settings, "dry_run", problems.dry_run))
     return resolve_paths(settings, environ, cwd or Path.cwd())
 
 
