@@ -30,11 +30,20 @@ _own = partial(setting, section="Conversion")
 
 class ConvertSettings(TrainerPaths):
     out_root: str = _own("${SAVE_PATH}_hf", "Converted models go to OUT_ROOT/iter_XXXXXXX.", env="OUT_ROOT", path=True)
-    single_iter: str = _own("", "Convert only this iteration; unset: every iteration.", env="SINGLE_ITER",
-                            values="a number like 99 or iter_0000099", pattern=_ITERATION.pattern)  # fmt: skip
+    single_iter: str = _own(
+        "",
+        "Convert only this iteration; unset: every iteration.",
+        env="SINGLE_ITER",
+        values="a number like 99 or iter_0000099",
+        pattern=_ITERATION.pattern,
+    )
     vocab_size: int | None = _own(
-        None, "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
-        " HF_CKPT/config.json, or its text_config).", env="VOCAB_SIZE", gt=0)  # fmt: skip
+        None,
+        "Rows of the embedding to keep: Megatron pads it to a multiple of 128 x TP (default: vocab_size from"
+        " HF_CKPT/config.json, or its text_config).",
+        env="VOCAB_SIZE",
+        gt=0,
+    )
     dry_run: Switch = _own(False, "Print the commands instead of running them.", env="DRY_RUN")
 
 

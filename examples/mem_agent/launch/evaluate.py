@@ -10,7 +10,6 @@ SIGHUP (exit 128 + the signal) and, through their tethers, on SIGKILL.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -27,7 +26,7 @@ from mem_agent.launch.convert import Conversion, convert
 from mem_agent.launch.eval_checks import Server, Step, check_needs, demo_data, gpu_servers, model_folder, node_gpus
 from mem_agent.launch.eval_settings import DEMO_CAPS, EvalSettings, Mode, Suite, judge_unused, run_folder, runs
 from mem_agent.serving.cpu_stack import CPU_STACK, STACK_LOGS
-from mem_agent.serving.processes import Group, ServerStartError, wait_healthy
+from mem_agent.serving.processes import Group, ServerStartError, stopped_together, wait_healthy
 from mem_agent.settings.command import Command, read
 
 COMMAND = Command(
@@ -47,7 +46,6 @@ COMMAND = Command(
 )
 Flags = list[tuple[str, list[str]]]  # the evaluator's flags, each after the setting that gives them ("": the launch)
 SERVER_LOGS = "servers"  # the servers' logs, in the run folder
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 @dataclass(frozen=True)
@@ -164,28 +162,23 @@ def _problems(error: Exception) -> list[str]:
 
 
 def launch(plan: EvalPlan) -> int:
-    """Run `plan`: under the run folder's lock, every session it starts stopped at the end or on a signal."""
+    """Run `plan`: under the run folder's lock, every session it starts stopped at the end or on a stop
+    signal (exit status 128 + its number)."""
     reconfigure = getattr(sys.stdout, "reconfigure", None)  # a test's stand-in stdout may have none
     if reconfigure is not None:
         reconfigure(line_buffering=True)  # ours and the children's lines in order
     if plan.settings.dry_run:
         return _execute(plan, None, ())
-    group = Group(plan.settings.serve_stop_timeout)
-    for number in _STOP_SIGNALS:
-        signal.signal(number, _raise_signalled)
-    try:
-        # kept for this process's life and passed to the evaluator, which runs under it (LOCK_FD_ENV)
-        descriptor = open_lock(lock_path(Path(plan.run_dir)))
-        hold_descriptor(descriptor, Path(plan.run_dir), os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
-        os.environ[LOCK_FD_ENV] = str(descriptor)
-        return _execute(plan, group, (descriptor,))
-    except (UsageError, ServerStartError) as error:  # a held folder, a link on the way; a server that failed
-        print(printable(f"error: {error}"), file=sys.stderr)
-        return 2 if isinstance(error, UsageError) else 1
-    except _Signalled as signalled:
-        return 128 + signalled.args[0]
-    finally:
-        group.stop()
+    with stopped_together(Group(plan.settings.serve_stop_timeout)) as group:
+        try:
+            # kept for this process's life and passed to the evaluator, which runs under it (LOCK_FD_ENV)
+            descriptor = open_lock(lock_path(Path(plan.run_dir)))
+            hold_descriptor(descriptor, Path(plan.run_dir), os.getpid(), "run-eval.sh", "choose another SAVE_FILE")
+            os.environ[LOCK_FD_ENV] = str(descriptor)
+            return _execute(plan, group, (descriptor,))
+        except (UsageError, ServerStartError) as error:  # a held folder, a link on the way; a server that failed
+            print(printable(f"error: {error}"), file=sys.stderr)
+            return 2 if isinstance(error, UsageError) else 1
 
 
 def _execute(plan: EvalPlan, group: Group | None, lock: tuple[int, ...]) -> int:
@@ -222,18 +215,6 @@ def _execute(plan: EvalPlan, group: Group | None, lock: tuple[int, ...]) -> int:
         check_outputs([run_dir / SERVER_LOGS / name for name in STACK_LOGS], root=run_dir)
     evaluate = [*plan.stack, "--", *plan.evaluate] if plan.stack else plan.evaluate
     return run("local_stack" if plan.stack else "evaluator", evaluate, lock)
-
-
-class _Signalled(Exception):
-    """A stop signal, its number the one argument."""
-
-
-def _raise_signalled(number: int, frame: object) -> None:
-    """The first stop signal unwinds the launch (its `finally` stops every session); later ones are
-    ignored, so that the stop it started, which ends in SIGKILL by itself, is not cut short."""
-    for other in _STOP_SIGNALS:
-        signal.signal(other, signal.SIG_IGN)
-    raise _Signalled(number)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

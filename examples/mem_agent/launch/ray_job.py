@@ -6,7 +6,6 @@ without a working_dir run in the folder their raylet started from, and the train
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -14,19 +13,14 @@ from pathlib import Path
 
 from mem_agent.common.usage import UsageError
 from mem_agent.launch.train_settings import TrainSettings
-from mem_agent.serving.processes import Group, ServerStartError, answers, start_process, wait_healthy
+from mem_agent.serving.processes import Group, ServerStartError, answers, start_process, stopped_together, wait_healthy
 
 API_POLL_S = 0.5  # between two asks whether the head's job API answers
 RETRY_S = 5.0  # between two submissions the job API could not take yet
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class LaunchFailed(Exception):
     """The head or the job could not be started, or the job failed; one line for a person, exit status 1."""
-
-
-def _exit_on(number: int, frame: object) -> None:
-    raise SystemExit(128 + number)  # unwinds through run_job's `finally`, which stops the head
 
 
 def submit(group: Group, job: Sequence[str], address: str, submission_id: str, timeout_s: float) -> None:
@@ -44,34 +38,31 @@ def submit(group: Group, job: Sequence[str], address: str, submission_id: str, t
 def run_job(head: Sequence[str], job: Sequence[str], settings: TrainSettings, address: str, submission_id: str) -> int:
     """Start `head` (none: submit to a running cluster), submit `job` once its job API answers, and stop
     the head unless KEEP_RAY=1; the exit status (1 a failure, 2 a linked log). Signal N exits with 128 + N."""
-    previous = {number: signal.signal(number, _exit_on) for number in STOP_SIGNALS}
-    group, started, save_path = Group(settings.ray_stop_timeout), None, Path(settings.save_path)
-    try:
-        if head:
-            log, cwd = save_path / "ray_head.log", Path(settings.trainer_root)
-            if settings.keep_ray:  # untethered: it outlives the launch
-                started = start_process("ray head", head, log, cwd=cwd, tethered=False)
-            else:
-                started = group.start("ray head", head, log, cwd=cwd)
-            print(f"starting the Ray head (session {started.pid}, log {log})", file=sys.stderr)
-            try:
-                waited = wait_healthy(started, f"{address}/api/version", settings.ray_start_timeout, API_POLL_S)
-            except ServerStartError as error:
-                raise LaunchFailed(f"{error}\n(Ray's job API needs ray[default])") from None
-            print(f"Ray head up after {waited:.0f} s (jobs: {address})", file=sys.stderr)
-        submit(group, job, address, submission_id, settings.ray_start_timeout)
-        print(f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr)
-        return 0
-    except (LaunchFailed, UsageError) as error:  # UsageError: the head's log is a link, a FIFO, a hard link
-        print(f"error: {error}", file=sys.stderr)
-        return 2 if isinstance(error, UsageError) else 1
-    finally:
-        for number in STOP_SIGNALS:
-            signal.signal(number, signal.SIG_IGN)  # the stop below is not to be cut short
-        if started is not None:
-            kept = f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{started.pid}"
-            print(kept if settings.keep_ray else f"stopping the Ray head this launch started (session {started.pid})",
-                  file=sys.stderr)  # fmt: skip
-        group.stop()
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+    save_path, started = Path(settings.save_path), None
+    with stopped_together(Group(settings.ray_stop_timeout)) as group:
+        try:
+            if head:
+                log, cwd = save_path / "ray_head.log", Path(settings.trainer_root)
+                if settings.keep_ray:  # untethered: it outlives the launch
+                    started = start_process("ray head", head, log, cwd=cwd, tethered=False)
+                else:
+                    started = group.start("ray head", head, log, cwd=cwd)
+                print(f"starting the Ray head (session {started.pid}, log {log})", file=sys.stderr)
+                try:
+                    waited = wait_healthy(started, f"{address}/api/version", settings.ray_start_timeout, API_POLL_S)
+                except ServerStartError as error:
+                    raise LaunchFailed(f"{error}\n(Ray's job API needs ray[default])") from None
+                print(f"Ray head up after {waited:.0f} s (jobs: {address})", file=sys.stderr)
+            submit(group, job, address, submission_id, settings.ray_start_timeout)
+            print(
+                f"training finished; checkpoints in {save_path} (convert them with convert-to-hf.sh)", file=sys.stderr
+            )
+            return 0
+        except (LaunchFailed, UsageError) as error:  # UsageError: the head's log is a link, a FIFO, a hard link
+            print(f"error: {error}", file=sys.stderr)
+            return 2 if isinstance(error, UsageError) else 1
+        finally:
+            if started is not None:
+                kept = f"leaving the Ray head running (KEEP_RAY=1); stop it with: kill -TERM -- -{started.pid}"
+                stopping = f"stopping the Ray head this launch started (session {started.pid})"
+                print(kept if settings.keep_ray else stopping, file=sys.stderr)

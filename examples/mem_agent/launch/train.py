@@ -69,11 +69,15 @@ def _checked_paths(s: TrainSettings, entry: Path, problems: Problems) -> str:
     if s.host_trainer or (found := [name for name in ("vime", "slime") if (root / name).is_dir()]):
         return s.host_trainer or found[0]
     if root.is_dir():
-        problems.problem(f"TRAINER_ROOT={root} has neither a slime/ nor a vime/ package folder; point it at a"
-                         " checkout or set HOST_TRAINER")  # fmt: skip
+        problems.problem(
+            f"TRAINER_ROOT={root} has neither a slime/ nor a vime/ package folder; point it at a"
+            " checkout or set HOST_TRAINER"
+        )
     elif problems.dry_run:
-        problems.warnings.append("HOST_TRAINER is unknown without the checkout: the commands below assume slime"
-                                 " (set HOST_TRAINER=vime for vime)")  # fmt: skip
+        problems.warnings.append(
+            "HOST_TRAINER is unknown without the checkout: the commands below assume slime"
+            " (set HOST_TRAINER=vime for vime)"
+        )
     return "slime"
 
 
@@ -81,17 +85,27 @@ def _mode_rules(s: TrainSettings, host: str, environ: Mapping[str, str], problem
     """Settings the chosen mode would silently ignore, judged on what the user set."""
     batch_set = bool(environ.get("GLOBAL_BATCH_SIZE", "").strip())
     for ignored, names, why in (
-        (not s.eval_data, "EVAL_INTERVAL EVAL_TEMPERATURE EVAL_TOP_P",
-         "evaluation during training is off without EVAL_DATA"),
+        (
+            not s.eval_data,
+            "EVAL_INTERVAL EVAL_TEMPERATURE EVAL_TOP_P",
+            "evaluation during training is off without EVAL_DATA",
+        ),
         (not s.async_mode, "ACTOR_GPUS_PER_NODE ROLLOUT_NUM_GPUS", "they split the GPUs for ASYNC=1 only"),
-        (batch_set, "UPDATES_PER_ROLLOUT", "GLOBAL_BATCH_SIZE sets the updates per rollout (ROLLOUT_BATCH_SIZE x"
-         " N_SAMPLES / GLOBAL_BATCH_SIZE); set one of them"),
+        (
+            batch_set,
+            "UPDATES_PER_ROLLOUT",
+            "GLOBAL_BATCH_SIZE sets the updates per rollout (ROLLOUT_BATCH_SIZE x"
+            " N_SAMPLES / GLOBAL_BATCH_SIZE); set one of them",
+        ),
         (not s.wandb_project, "WANDB_GROUP", "Weights & Biases is off without WANDB_PROJECT"),
         (host == "slime", "VLLM_GPU_MEMORY_UTILIZATION", "slime's rollout engines are SGLang (SGLANG_MEM_FRACTION)"),
         (host != "slime", "SGLANG_MEM_FRACTION", "vime's rollout engines are vLLM (VLLM_GPU_MEMORY_UTILIZATION)"),
-        (s.use_existing_ray, f"{HEAD_PORTS} RAY_DASHBOARD_HOST RAY_TEMP_DIR KEEP_RAY",
-         "USE_EXISTING_RAY=1 starts no Ray head (RAY_JOB_ADDRESS names the cluster)"),
-    ):  # fmt: skip
+        (
+            s.use_existing_ray,
+            f"{HEAD_PORTS} RAY_DASHBOARD_HOST RAY_TEMP_DIR KEEP_RAY",
+            "USE_EXISTING_RAY=1 starts no Ray head (RAY_JOB_ADDRESS names the cluster)",
+        ),
+    ):
         if ignored:
             problems.unused(names.split(), environ, why)
 
@@ -101,11 +115,15 @@ def _schedule(s: TrainSettings, problems: Problems) -> Schedule:
     batch = s.global_batch_size or trajectories // s.updates_per_rollout
     if s.global_batch_size is None and trajectories % s.updates_per_rollout:
         batch = trajectories  # a GLOBAL_BATCH_SIZE the user never set is never reported
-        problems.problem(f"UPDATES_PER_ROLLOUT={s.updates_per_rollout} does not divide the {trajectories}"
-                         " trajectories of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)")  # fmt: skip
+        problems.problem(
+            f"UPDATES_PER_ROLLOUT={s.updates_per_rollout} does not divide the {trajectories}"
+            " trajectories of a rollout (ROLLOUT_BATCH_SIZE x N_SAMPLES)"
+        )
     elif trajectories % batch:  # the hosts drop the trajectories that do not fill a last update
-        problems.problem(f"GLOBAL_BATCH_SIZE={batch} does not divide the {trajectories} trajectories of a rollout;"
-                         " the host would drop the rest")  # fmt: skip
+        problems.problem(
+            f"GLOBAL_BATCH_SIZE={batch} does not divide the {trajectories} trajectories of a rollout;"
+            " the host would drop the rest"
+        )
     updates = max(trajectories // batch, 1)
     # MemAgent's verl steps its LR scheduler once per rollout; Megatron steps it once per update.
     warmup = s.lr_warmup_iters if s.lr_warmup_iters is not None else 20 * updates
@@ -122,8 +140,10 @@ def _gpu_split(s: TrainSettings, problems: Problems) -> tuple[int, int] | None:
         return None
     actor = s.actor_gpus_per_node or gpus // 2
     if actor >= gpus:
-        problems.problem(f"ACTOR_GPUS_PER_NODE={actor} must be below GPUS_PER_NODE={gpus}: ASYNC=1 gives the rest of"
-                         " each node to rollout")  # fmt: skip
+        problems.problem(
+            f"ACTOR_GPUS_PER_NODE={actor} must be below GPUS_PER_NODE={gpus}: ASYNC=1 gives the rest of"
+            " each node to rollout"
+        )
     return actor, s.rollout_num_gpus or s.nnodes * max(gpus - actor, 1)
 
 
@@ -132,8 +152,10 @@ def _ray_temp_dir(s: TrainSettings, environ: Mapping[str, str], problems: Proble
     if not s.ray_temp_dir and len(folder) > RAY_TEMP_DIR_MAX:
         folder = f"{environ.get('TMPDIR') or '/tmp'}/ray_mem_agent_{os.getuid()}_{s.ray_port}"
     if len(folder) > RAY_TEMP_DIR_MAX:
-        problems.problem(f"RAY_TEMP_DIR={folder} is longer than {RAY_TEMP_DIR_MAX} characters: Ray's unix socket"
-                         " paths under it would not fit; choose a shorter folder")  # fmt: skip
+        problems.problem(
+            f"RAY_TEMP_DIR={folder} is longer than {RAY_TEMP_DIR_MAX} characters: Ray's unix socket"
+            " paths under it would not fit; choose a shorter folder"
+        )
     return folder
 
 
@@ -191,9 +213,11 @@ def _summary(plan: TrainPlan, environ: Mapping[str, str]) -> list[str]:
         *(f"  {line}" for line in settings_lines(plan.agent_env)),
     ]
     if s.wandb_project:
-        key = ("WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"
-               if environ.get("WANDB_API_KEY", "").strip() else "WANDB_API_KEY is not set here: export it (or run"
-               " wandb login) on every node before ray start")  # fmt: skip
+        key = (
+            "WANDB_API_KEY=<set>, inherited by the workers from the environment of ray start"
+            if environ.get("WANDB_API_KEY", "").strip()
+            else "WANDB_API_KEY is not set here: export it (or run wandb login) on every node before ray start"
+        )
         lines.append(f"wandb: project {s.wandb_project}; {key}")
     if s.use_existing_ray:
         lines.append(f"submitting to the existing Ray cluster at {plan.ray_job_address} (no head started)")
@@ -227,10 +251,20 @@ def _launch(planned: tuple[TrainPlan, Mapping[str, str]]) -> int:
     plan, environ = planned
     s = plan.settings
     if s.join:  # on another node: join MASTER_ADDR's cluster, `ray start --block` as this process
-        print(f"joining the Ray cluster at {printable(s.master_addr)}:{s.ray_port}; Ctrl-C (or SIGTERM) leaves it",
-              file=sys.stderr)  # fmt: skip
-        join = ["ray", "start", "--address", f"{s.master_addr}:{s.ray_port}", "--num-gpus", str(s.gpus_per_node),
-                "--disable-usage-stats", "--block"]  # fmt: skip
+        print(
+            f"joining the Ray cluster at {printable(s.master_addr)}:{s.ray_port}; Ctrl-C (or SIGTERM) leaves it",
+            file=sys.stderr,
+        )
+        join = [
+            "ray",
+            "start",
+            "--address",
+            f"{s.master_addr}:{s.ray_port}",
+            "--num-gpus",
+            str(s.gpus_per_node),
+            "--disable-usage-stats",
+            "--block",
+        ]
         if not s.dry_run:
             sys.stdout.flush()
             os.execvp("ray", join)
@@ -238,12 +272,16 @@ def _launch(planned: tuple[TrainPlan, Mapping[str, str]]) -> int:
         return 0
     print("\n".join(map(printable, _summary(plan, environ))), file=sys.stderr)
     groups = recipe(plan)
-    head = [] if s.use_existing_ray else [  # its dashboard and job API on RAY_DASHBOARD_HOST (loopback unless set)
-        *("ray", "start", "--head", "--node-ip-address", s.master_addr, "--port", str(s.ray_port)),
-        *("--num-gpus", str(s.gpus_per_node), "--disable-usage-stats", "--dashboard-host", s.ray_dashboard_host),
-        *("--dashboard-port", str(s.ray_dashboard_port), "--dashboard-agent-listen-port", str(s.ray_agent_port)),
-        *("--ray-client-server-port", str(s.ray_client_port), "--temp-dir", plan.ray_temp_dir, "--block"),
-    ]  # fmt: skip
+    head = (
+        []
+        if s.use_existing_ray
+        else [  # its dashboard and job API on RAY_DASHBOARD_HOST (loopback unless set)
+            *("ray", "start", "--head", "--node-ip-address", s.master_addr, "--port", str(s.ray_port)),
+            *("--num-gpus", str(s.gpus_per_node), "--disable-usage-stats", "--dashboard-host", s.ray_dashboard_host),
+            *("--dashboard-port", str(s.ray_dashboard_port), "--dashboard-agent-listen-port", str(s.ray_agent_port)),
+            *("--ray-client-server-port", str(s.ray_client_port), "--temp-dir", plan.ray_temp_dir, "--block"),
+        ]
+    )
     job = [
         *("ray", "job", "submit", "--address", plan.ray_job_address, "--submission-id", plan.submission_id),
         *("--runtime-env-json", plan.runtime_env, "--", environ.get("PYTHON") or "python3", str(plan.entry)),

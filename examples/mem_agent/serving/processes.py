@@ -254,3 +254,28 @@ class Group:
             process.popen.poll()  # reaped: they are our children
         if left:
             print(f"warning: processes {left} outlived SIGKILL by {KILL_WAIT_S:.0f} s", flush=True)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def stopped_together(group: Group) -> Iterator[Group]:
+    """A launch's block, its sessions in `group` stopped at its end. The first stop signal ends the block
+    as exit status 128 + its number (SystemExit); later ones are ignored, so that the stop it starts,
+    which ends in SIGKILL by itself, is not cut short."""
+
+    def exit_on(number: int, frame: object) -> None:
+        for other in STOP_SIGNALS:
+            signal.signal(other, signal.SIG_IGN)
+        raise SystemExit(128 + number)
+
+    previous = {number: signal.signal(number, exit_on) for number in STOP_SIGNALS}
+    try:
+        yield group
+    finally:
+        for number in STOP_SIGNALS:
+            signal.signal(number, signal.SIG_IGN)
+        group.stop()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
