@@ -73,41 +73,57 @@ class _Launch(BaseModel):
     model_config = ENV_MODEL_CONFIG
 
     model_path: str = _mode(
-        "", "Hugging Face model folder, served here; with URL it only names the tokenizer. Neither set: the CPU demo"
-        " (tiny Qwen3, synthetic data).", env="MODEL_PATH", values="a model folder",
-    )  # fmt: skip
+        "",
+        "Hugging Face model folder, served here; with URL it only names the tokenizer. Neither set: the CPU demo"
+        " (tiny Qwen3, synthetic data).",
+        env="MODEL_PATH",
+        values="a model folder",
+    )
     convert: Switch = _mode(
-        False, "First convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; it reads SAVE_PATH,"
+        False,
+        "First convert a Megatron checkpoint with convert-to-hf.sh and evaluate that; it reads SAVE_PATH,"
         " HF_CKPT, SINGLE_ITER (required), OUT_ROOT, TRAINER_ROOT, MEGATRON_PATH (see convert-to-hf.sh --help).",
         env="CONVERT",
-    )  # fmt: skip
+    )
     url: str = _mode(
-        "", "Evaluate this running server or router instead of serving a model; it must answer (a connection)"
-        " before the run starts.", env="URL", values="an address starting with http:// or https://",
+        "",
+        "Evaluate this running server or router instead of serving a model; it must answer (a connection)"
+        " before the run starts.",
+        env="URL",
+        values="an address starting with http:// or https://",
         pattern=r"^https?://\S+$",
-    )  # fmt: skip
+    )
     suite: Suites = _data(
-        Suite.HQA.value, "What to evaluate, one or more of: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's"
+        Suite.HQA.value,
+        "What to evaluate, one or more of: hqa = RULER-HQA (DATA_ROOT, LENGTH); ruler = RULER's"
         " general tasks (RULER_ROOT, RULER_SPLITS, RULER_LENGTHS); longbench = LongBench QA (LONGBENCH_ROOT,"
         " LONGBENCH_TASKS); all = every suite; into one run folder and one summary.json.",
-        env="SUITE", values="distinct words of hqa ruler longbench, or all",
-    )  # fmt: skip
+        env="SUITE",
+        values="distinct words of hqa ruler longbench, or all",
+    )
     save_file: str = _data(
-        "", "Name of this run (default: the model folder's name; the demo: demo).", env="SAVE_FILE",
-        values="a name, not a path (no '/', no leading dot)", pattern=r"^[^/.][^/]*$",
-    )  # fmt: skip
+        "",
+        "Name of this run (default: the model folder's name; the demo: demo).",
+        env="SAVE_FILE",
+        values="a name, not a path (no '/', no leading dot)",
+        pattern=r"^[^/.][^/]*$",
+    )
     output_root: str = _data(
-        "runs/eval", "Runs go to OUTPUT_ROOT/SAVE_FILE, and nothing of a run is written outside that folder (the"
+        "runs/eval",
+        "Runs go to OUTPUT_ROOT/SAVE_FILE, and nothing of a run is written outside that folder (the"
         " demo's default: runs). A rerun into the same folder reuses its finished results; the evaluator refuses"
         " results made with other settings (EXTRA_EVAL_ARGS=--force redoes them). One run per folder at a time.",
-        env="OUTPUT_ROOT", values="a folder",
-    )  # fmt: skip
+        env="OUTPUT_ROOT",
+        values="a folder",
+    )
     tp: int = _count(1, "Tensor-parallel size of each model replica.", env="TP")
     dp: int = _count(1, "Data-parallel replicas, DP x TP GPUs in all.", env="DP")
     dp_mode: DpMode = _gpu(
-        DpMode.VLLM, "With DP > 1: vllm = one server with vLLM's own --data-parallel-size; router = DP servers, one"
-        " per TP GPUs, ports PORT+1 ... PORT+DP, behind vllm-router on PORT (metrics on PORT+DP+1).", env="DP_MODE",
-    )  # fmt: skip
+        DpMode.VLLM,
+        "With DP > 1: vllm = one server with vLLM's own --data-parallel-size; router = DP servers, one"
+        " per TP GPUs, ports PORT+1 ... PORT+DP, behind vllm-router on PORT (metrics on PORT+DP+1).",
+        env="DP_MODE",
+    )
     host: str = _gpu("127.0.0.1", "Where the server (or router) listens.", env="HOST")
     port: int = _gpu(
         8000, "The server's (or router's) port.", env="PORT", values="a port number (1 to 65535)", ge=1, le=65535
@@ -120,13 +136,17 @@ class _Launch(BaseModel):
     )
     health_interval: int = _count(5, "Seconds between two health checks of a starting server.", env="HEALTH_INTERVAL")
     serve_stop_timeout: int = _count(
-        30, "Seconds a stopped server or evaluator gets after SIGTERM before SIGKILL; also after this script is killed"
-        " (kill -9 included).", env="SERVE_STOP_TIMEOUT",
-    )  # fmt: skip
+        30,
+        "Seconds a stopped server or evaluator gets after SIGTERM before SIGKILL; also after this script is killed"
+        " (kill -9 included).",
+        env="SERVE_STOP_TIMEOUT",
+    )
     num_gpus: int | None = _count(
-        None, "DRY_RUN=1 only: preview the launch on a node with this many GPUs, on any machine (default: the GPUs"
-        " nvidia-smi lists; where it lists none and a setting above is set: DP x TP).", env="NUM_GPUS",
-    )  # fmt: skip
+        None,
+        "DRY_RUN=1 only: preview the launch on a node with this many GPUs, on any machine (default: the GPUs"
+        " nvidia-smi lists; where it lists none and a setting above is set: DP x TP).",
+        env="NUM_GPUS",
+    )
 
 
 def _knob(field: Field) -> tuple[Any, Any]:
@@ -139,9 +159,12 @@ def _knob(field: Field) -> tuple[Any, Any]:
     default = launch_default if launch_default is not None else "" if field.default is None else str(field.default)
     doc = f"{flag_name(field)}: {re.sub(r' [(]default: [^()]*[)]$', '', field.metadata['help'])}"
     return (words(kind, choices) if many else str), setting(
-        default, doc, env=field.metadata["env"], values=f"distinct words, each {what}" if many else what,
+        default,
+        doc,
+        env=field.metadata["env"],
+        values=f"distinct words, each {what}" if many else what,
         section=EVALUATOR if launch_default is None else SUITES,
-    )  # fmt: skip
+    )
 
 
 _FLAGS = {field.name: field for field in fields(EvalRequest)}
@@ -161,16 +184,20 @@ class EvalSettings(_Knobs):
         8, f"Synthetic questions per length (LENGTH's default: {DEMO_LENGTHS}).", env="DEMO_QUESTIONS", ge=1
     )
     demo_max_memory: int = _demo(
-        128, "--max-memory while MEM_MAX_MEMORY is unset (the CPU server samples slowly; the tiny model says"
-        " nothing).", env="DEMO_MAX_MEMORY", values="an integer",
-    )  # fmt: skip
+        128,
+        "--max-memory while MEM_MAX_MEMORY is unset (the CPU server samples slowly; the tiny model says nothing).",
+        env="DEMO_MAX_MEMORY",
+        values="an integer",
+    )
     demo_max_final: int = _demo(
         64, "--max-final while MEM_MAX_FINAL is unset.", env="DEMO_MAX_FINAL", values="an integer"
     )
     dry_run: Switch = setting(
-        False, "Print the commands instead of running them; what this machine lacks is a warning.", env="DRY_RUN",
+        False,
+        "Print the commands instead of running them; what this machine lacks is a warning.",
+        env="DRY_RUN",
         section="Other",
-    )  # fmt: skip
+    )
 
     def mode(self) -> Mode:
         if self.url:
@@ -186,15 +213,21 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
     demo_data = "the demo makes its own synthetic data (set MODEL_PATH or URL to evaluate DATA_ROOT's files)"
     dry_gpus = "it sizes the node a dry run of a served model (MODEL_PATH or CONVERT=1) previews; a real run uses"
     for ignored, names, why in (
-        *((not runs(settings, suite), names, f"they choose {what} (SUITE={suite} or all)") for suite, names, what in (
-            (Suite.RULER, ("RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"), "RULER's general tasks"),
-            (Suite.LONGBENCH, ("LONGBENCH_ROOT", "LONGBENCH_TASKS"), "LongBench QA"),
-            (Suite.HQA, ("DATA_ROOT", "LENGTH"), "RULER-HQA's files"),
-        )),
+        *(
+            (not runs(settings, suite), names, f"they choose {what} (SUITE={suite} or all)")
+            for suite, names, what in (
+                (Suite.RULER, ("RULER_ROOT", "RULER_SPLITS", "RULER_LENGTHS"), "RULER's general tasks"),
+                (Suite.LONGBENCH, ("LONGBENCH_ROOT", "LONGBENCH_TASKS"), "LongBench QA"),
+                (Suite.HQA, ("DATA_ROOT", "LENGTH"), "RULER-HQA's files"),
+            )
+        ),
         (mode is Mode.DEMO, ("DATA_ROOT",), demo_data),
         (mode is Mode.DEMO, SERVER_KNOBS, f"the demo serves the tiny model on {cpu_build}"),
-        (mode is not Mode.DEMO, [f"DEMO_{name.upper()}" for name in ("questions", *DEMO_CAPS)],
-            "the demo runs only without MODEL_PATH and URL"),
+        (
+            mode is not Mode.DEMO,
+            [f"DEMO_{name.upper()}" for name in ("questions", *DEMO_CAPS)],
+            "the demo runs only without MODEL_PATH and URL",
+        ),
         (mode is Mode.URL, (*SERVER_KNOBS, "SERVE_TIMEOUT"), "URL names a running server, nothing is served here"),
         (mode is Mode.SERVE and not on_gpus, SERVER_KNOBS, f"{no_gpu} {cpu_build}"),
         (not (mode is Mode.SERVE and settings.dry_run), ("NUM_GPUS",), f"{dry_gpus} the GPUs nvidia-smi lists"),
@@ -202,19 +235,32 @@ def judge_unused(settings: EvalSettings, environ: Mapping[str, str], problems: P
         (settings.dp == 1, ("DP_MODE",), "it chooses how DP > 1 replicas are served"),
         # run-qwen3-4b-train.sh's rollout sampling; the evaluation's is EVAL_* in both scripts
         (True, ("TEMPERATURE", "TOP_P"), "run-eval.sh's sampling is EVAL_TEMPERATURE and EVAL_TOP_P"),
-        *((f"demo_{cap}" in settings.model_fields_set, (f"MEM_{cap.upper()}",),
-            f"DEMO_{cap.upper()} applies only while MEM_{cap.upper()} is unset; set one of them") for cap in DEMO_CAPS),
-    ):  # fmt: skip
+        *(
+            (
+                f"demo_{cap}" in settings.model_fields_set,
+                (f"MEM_{cap.upper()}",),
+                f"DEMO_{cap.upper()} applies only while MEM_{cap.upper()} is unset; set one of them",
+            )
+            for cap in DEMO_CAPS
+        ),
+    ):
         if ignored:
             problems.unused(names, environ, why)
     for clash, text in (
-        (mode is Mode.DEMO and settings.suite != Suite.HQA.value, f"SUITE={settings.suite}: the demo runs RULER-HQA"
-            " on its own synthetic data; set MODEL_PATH (or URL) to evaluate RULER_ROOT's or LONGBENCH_ROOT's files"),
-        (mode is Mode.URL and settings.convert,
-            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here"),
-        (mode is Mode.SERVE and settings.convert and settings.model_path,
-            f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}"),
-    ):  # fmt: skip
+        (
+            mode is Mode.DEMO and settings.suite != Suite.HQA.value,
+            f"SUITE={settings.suite}: the demo runs RULER-HQA"
+            " on its own synthetic data; set MODEL_PATH (or URL) to evaluate RULER_ROOT's or LONGBENCH_ROOT's files",
+        ),
+        (
+            mode is Mode.URL and settings.convert,
+            "CONVERT=1 and URL together: the converted model would not be served; unset URL to serve it here",
+        ),
+        (
+            mode is Mode.SERVE and settings.convert and settings.model_path,
+            f"CONVERT=1 evaluates the converted checkpoint: unset MODEL_PATH={settings.model_path}",
+        ),
+    ):
         if clash:
             problems.problem(text)
 
