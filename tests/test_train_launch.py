@@ -362,7 +362,10 @@ def live_ray(trainer, tmp_path) -> Iterator[LiveRay]:
     yield LiveRay(env, trainer.bin_dir, state, bystander.pid)
     for name in ("head", "child", "submissions"):
         if (state / name).exists() and still_running(pid := int((state / name).read_text().split()[0])):
-            os.kill(pid, signal.SIGKILL)
+            if os.getpgid(pid) == pid:  # a head left running (KEEP_RAY=1): its group holds the job API's server
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
     bystander.kill()
     bystander.wait()
     shutil.rmtree(ray_dir)
