@@ -76,12 +76,10 @@ class Problems:
         """Something this machine lacks: refused in a real run, a warning in a dry run."""
         (self.warnings if self.dry_run else self.found).append(text)
 
-    def require_path(self, name: str, value: Path, what: str, hint: str = "") -> bool:
-        """True when `value` exists; otherwise `name=value: what not found (hint)`."""
-        if value.exists():
-            return True
-        self.missing(f"{name}={value}: {what} not found" + (f" ({hint})" if hint else ""))
-        return False
+    def require_path(self, name: str, value: Path, what: str) -> None:
+        """`name=value: what not found` unless `value` exists."""
+        if not value.exists():
+            self.missing(f"{name}={value}: {what} not found")
 
     def require_command(self, command: str, why: str, path: str | None = None) -> None:
         if shutil.which(command, path=path) is None:
